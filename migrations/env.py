@@ -1,0 +1,83 @@
+"""Alembic environment of langgraph-checkpoint-sqlalchemy.
+
+URL: ``-x url=...``, else ``LANGGRAPH_CHECKPOINT_URL``, else ``sqlite:///checkpoints.sqlite``.
+PostgreSQL schema: ``-x schema=...``, else ``LANGGRAPH_CHECKPOINT_SCHEMA``.
+Called from Python (``saver.setup()``), it runs on the connection it is handed.
+The version table is ``lgsa_alembic_version``: an application's own ``alembic_version``
+is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+from logging.config import fileConfig
+
+from alembic import context
+from sqlalchemy import Connection, create_engine
+from sqlalchemy.pool import NullPool
+
+from langgraph.checkpoint.sqlalchemy.dialects import (
+    WRITE_OPTION,
+    QueryBuilder,
+    configure_engine,
+    resolve_urls,
+)
+from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE, metadata
+
+config = context.config
+x_args = context.get_x_argument(as_dictionary=True)
+schema = (
+    config.attributes.get("schema")
+    or x_args.get("schema")
+    or os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA")
+    or None
+)
+
+
+def _url() -> str:
+    return (
+        x_args.get("url")
+        or os.environ.get("LANGGRAPH_CHECKPOINT_URL")
+        or "sqlite:///checkpoints.sqlite"
+    )
+
+
+def _run(connection: Connection) -> None:
+    qb = QueryBuilder(connection.dialect.name)
+    with qb.migration_lock(connection):
+        qb.ensure_schema(connection, schema)
+        context.configure(
+            connection=connection,
+            target_metadata=metadata,
+            version_table=VERSION_TABLE,
+            version_table_schema=schema,
+            transactional_ddl=qb.transactional_ddl,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    context.configure(
+        url=resolve_urls(_url()).sync,
+        literal_binds=True,
+        target_metadata=metadata,
+        version_table=VERSION_TABLE,
+        version_table_schema=schema,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    given = config.attributes.get("connection")
+    if given is not None:
+        _run(given)
+    else:
+        if config.config_file_name is not None:
+            fileConfig(config.config_file_name, disable_existing_loggers=False)
+        engine = create_engine(resolve_urls(_url()).sync, poolclass=NullPool)
+        configure_engine(engine)
+        try:
+            with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+                _run(conn)
+        finally:
+            engine.dispose()

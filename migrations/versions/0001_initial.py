@@ -1,0 +1,108 @@
+"""Create the checkpoint, blob and write tables.
+
+Revision ID: 0001_initial
+Revises:
+Create Date: 2026-11-30
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import mysql, postgresql
+
+revision: str = "0001_initial"
+down_revision: str | None = None
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+BINARY = sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+JSON_DOCUMENT = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+def _schema() -> str | None:
+    return op.get_context().version_table_schema
+
+
+def _exists(name: str) -> bool:
+    # DDL is not transactional on MySQL/MariaDB: a failed run may leave some tables
+    # behind, so each step checks before it creates.
+    return sa.inspect(op.get_bind()).has_table(name, schema=_schema())
+
+
+def upgrade() -> None:
+    schema = _schema()
+    if not _exists("lgsa_checkpoints"):
+        op.create_table(
+            "lgsa_checkpoints",
+            sa.Column("thread_id", sa.String(255), nullable=False),
+            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
+            sa.Column("checkpoint_id", sa.String(64), nullable=False),
+            sa.Column("parent_checkpoint_id", sa.String(64), nullable=True),
+            sa.Column("run_id", sa.String(64), nullable=True),
+            sa.Column("type", sa.String(64), nullable=False),
+            sa.Column("checkpoint", BINARY, nullable=False),
+            sa.Column("metadata", JSON_DOCUMENT, nullable=False),
+            sa.PrimaryKeyConstraint(
+                "thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"
+            ),
+            schema=schema,
+        )
+        op.create_index(
+            "ix_lgsa_checkpoints_run_id", "lgsa_checkpoints", ["run_id"], schema=schema
+        )
+        op.create_index(
+            "ix_lgsa_checkpoints_checkpoint_id",
+            "lgsa_checkpoints",
+            ["checkpoint_id"],
+            schema=schema,
+        )
+    if not _exists("lgsa_checkpoint_blobs"):
+        op.create_table(
+            "lgsa_checkpoint_blobs",
+            sa.Column("thread_id", sa.String(255), nullable=False),
+            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
+            sa.Column("channel", sa.String(150), nullable=False),
+            sa.Column("version", sa.String(64), nullable=False),
+            sa.Column("type", sa.String(64), nullable=False),
+            sa.Column("blob", BINARY, nullable=True),
+            sa.PrimaryKeyConstraint(
+                "thread_id",
+                "checkpoint_ns",
+                "channel",
+                "version",
+                name="pk_lgsa_checkpoint_blobs",
+            ),
+            schema=schema,
+        )
+    if not _exists("lgsa_checkpoint_writes"):
+        op.create_table(
+            "lgsa_checkpoint_writes",
+            sa.Column("thread_id", sa.String(255), nullable=False),
+            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
+            sa.Column("checkpoint_id", sa.String(64), nullable=False),
+            sa.Column("task_id", sa.String(64), nullable=False),
+            sa.Column("idx", sa.Integer(), nullable=False),
+            sa.Column("task_path", sa.Text(), nullable=False),
+            sa.Column("channel", sa.Text(), nullable=False),
+            sa.Column("type", sa.String(64), nullable=False),
+            sa.Column("blob", BINARY, nullable=True),
+            sa.PrimaryKeyConstraint(
+                "thread_id",
+                "checkpoint_ns",
+                "checkpoint_id",
+                "task_id",
+                "idx",
+                name="pk_lgsa_checkpoint_writes",
+            ),
+            schema=schema,
+        )
+
+
+def downgrade() -> None:
+    schema = _schema()
+    for name in ("lgsa_checkpoint_writes", "lgsa_checkpoint_blobs", "lgsa_checkpoints"):
+        if _exists(name):
+            op.drop_table(name, schema=schema)

@@ -1,0 +1,24 @@
+"""LangGraph checkpoint saver for every SQL database SQLAlchemy speaks.
+
+```python
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+
+with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
+    saver.setup()
+    graph = builder.compile(checkpointer=saver)
+```
+"""
+
+from __future__ import annotations
+
+from .dialects import UnsupportedDialectError
+from .errors import CheckpointConfigError, CheckpointMetadataError, SchemaOutOfDateError
+from .saver import SQLAlchemySaver
+
+__all__ = [
+    "CheckpointConfigError",
+    "CheckpointMetadataError",
+    "SQLAlchemySaver",
+    "SchemaOutOfDateError",
+    "UnsupportedDialectError",
+]

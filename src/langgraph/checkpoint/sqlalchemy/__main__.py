@@ -1,0 +1,7 @@
+"""``python -m langgraph.checkpoint.sqlalchemy``: see :mod:`.cli`."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,276 @@
+"""Database operations of the saver, each written once as a sync function on a Connection.
+
+The saver's sync methods call these directly inside ``engine.begin()`` /
+``engine.connect()``; its async methods call the very same functions through
+``AsyncConnection.run_sync``. Nothing here decodes channel values or writes: the
+functions move rows, and the saver turns rows into ``CheckpointTuple`` objects after the
+connection went back to the pool.
+
+Statements are built once per saver (:class:`Statements`) with bound parameters, so
+SQLAlchemy's compiled-statement cache serves every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Row, Select, bindparam, delete, select, tuple_
+from sqlalchemy.sql.elements import ColumnElement
+
+from .dialects import QueryBuilder
+from .schema import blobs, checkpoints, writes
+
+CheckpointKey = tuple[str, str, str]
+"""``(thread_id, checkpoint_ns, checkpoint_id)``."""
+BlobKey = tuple[str, str, str, str]
+"""``(thread_id, checkpoint_ns, channel, version)``."""
+
+_CHECKPOINT_COLUMNS = (
+    checkpoints.c.thread_id,
+    checkpoints.c.checkpoint_ns,
+    checkpoints.c.checkpoint_id,
+    checkpoints.c.parent_checkpoint_id,
+    checkpoints.c.type,
+    checkpoints.c.checkpoint,
+    checkpoints.c.metadata,
+)
+_WRITE_COLUMNS = (
+    writes.c.thread_id,
+    writes.c.checkpoint_ns,
+    writes.c.checkpoint_id,
+    writes.c.task_id,
+    writes.c.task_path,
+    writes.c.idx,
+    writes.c.channel,
+    writes.c.type,
+    writes.c.blob,
+)
+
+
+class Statements:
+    """The saver's fixed statements, built once from a :class:`QueryBuilder`."""
+
+    def __init__(self, qb: QueryBuilder) -> None:
+        self.qb = qb
+        self.put_checkpoint = qb.upsert(
+            checkpoints, ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"]
+        )
+        self.put_blobs = qb.insert_ignore(blobs)
+        self.put_writes_first_wins = qb.insert_ignore(writes)
+        self.put_writes_replace = qb.upsert(writes, ["task_path", "channel", "type", "blob"])
+        where_ns = (
+            checkpoints.c.thread_id == bindparam("thread_id"),
+            checkpoints.c.checkpoint_ns == bindparam("checkpoint_ns"),
+        )
+        self.latest = (
+            select(*_CHECKPOINT_COLUMNS)
+            .where(*where_ns)
+            .order_by(checkpoints.c.checkpoint_id.desc())
+            .limit(1)
+        )
+        self.by_id = select(*_CHECKPOINT_COLUMNS).where(
+            *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
+        )
+        self.blobs_of = select(
+            blobs.c.channel, blobs.c.version, blobs.c.type, blobs.c.blob
+        ).where(
+            blobs.c.thread_id == bindparam("thread_id"),
+            blobs.c.checkpoint_ns == bindparam("checkpoint_ns"),
+            tuple_(blobs.c.channel, blobs.c.version).in_(bindparam("keys", expanding=True)),
+        )
+        self.writes_of = select(*_WRITE_COLUMNS).where(
+            writes.c.thread_id == bindparam("thread_id"),
+            writes.c.checkpoint_ns == bindparam("checkpoint_ns"),
+            writes.c.checkpoint_id == bindparam("checkpoint_id"),
+        )
+        self.blobs_in = select(
+            blobs.c.thread_id,
+            blobs.c.checkpoint_ns,
+            blobs.c.channel,
+            blobs.c.version,
+            blobs.c.type,
+            blobs.c.blob,
+        ).where(
+            tuple_(blobs.c.thread_id, blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(
+                bindparam("keys", expanding=True)
+            )
+        )
+        self.writes_in = select(*_WRITE_COLUMNS).where(
+            tuple_(writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id).in_(
+                bindparam("keys", expanding=True)
+            )
+        )
+        self.delete_thread = [
+            delete(t).where(t.c.thread_id == bindparam("thread_id"))
+            for t in (writes, blobs, checkpoints)
+        ]
+
+
+@dataclass
+class CheckpointRecord:
+    """A checkpoint row with its decoded checkpoint, its channel values and its writes.
+
+    Attributes:
+        row: ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,
+            checkpoint, metadata)``.
+        checkpoint: The decoded checkpoint (its ``channel_values`` still empty).
+        values: ``{channel: (type, blob)}`` of the channels that store a value.
+        writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
+    """
+
+    row: Row[Any]
+    checkpoint: dict[str, Any]
+    values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
+    writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
+
+
+Loader = Callable[[str, bytes], dict[str, Any]]
+"""Decodes a stored checkpoint ``(type, bytes)`` into a checkpoint dict."""
+
+
+def put(
+    conn: Connection,
+    st: Statements,
+    checkpoint_row: dict[str, Any],
+    blob_rows: Sequence[dict[str, Any]],
+) -> None:
+    """Store one checkpoint row and the channel values it introduces, in one transaction.
+
+    Blobs are first-write-wins (a version names one value); the checkpoint row is an
+    upsert, so storing a checkpoint id twice keeps the last one (LangGraph contract).
+    """
+    if blob_rows:
+        conn.execute(st.put_blobs, list(blob_rows))
+    conn.execute(st.put_checkpoint, checkpoint_row)
+
+
+def put_writes(
+    conn: Connection, st: Statements, rows: Sequence[dict[str, Any]], replace: bool
+) -> None:
+    """Store the pending writes of one task.
+
+    Args:
+        conn: Connection inside a transaction.
+        st: The saver's statements.
+        rows: One dict a write: the columns of the writes table.
+        replace: Overwrite existing rows (a batch of special channels only: errors,
+            interrupts, resumes, scheduled) instead of first-write-wins.
+    """
+    conn.execute(st.put_writes_replace if replace else st.put_writes_first_wins, list(rows))
+
+
+def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
+    """Delete every row of ``thread_id`` in every table and namespace."""
+    for stmt in st.delete_thread:
+        conn.execute(stmt, {"thread_id": thread_id})
+
+
+def get_checkpoint(
+    conn: Connection,
+    st: Statements,
+    load: Loader,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> CheckpointRecord | None:
+    """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
+
+    Three round trips: the checkpoint row, the blobs of its channel versions, its writes.
+    """
+    params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if checkpoint_id:
+        row = conn.execute(st.by_id, {**params, "checkpoint_id": checkpoint_id}).first()
+    else:
+        row = conn.execute(st.latest, params).first()
+    if row is None:
+        return None
+    record = CheckpointRecord(row, load(row.type, row.checkpoint))
+    keys = [(ch, str(v)) for ch, v in record.checkpoint.get("channel_versions", {}).items()]
+    for chunk in _chunks(keys, st.qb.max_bind_params // 2):
+        for channel, _version, type_, blob in conn.execute(st.blobs_of, {**params, "keys": chunk}):
+            record.values[channel] = (type_, blob)
+    record.writes = [
+        (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
+        for w in conn.execute(st.writes_of, {**params, "checkpoint_id": row.checkpoint_id})
+    ]
+    return record
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """What one ``list()`` call asks for, turned into SQL conditions once.
+
+    Attributes:
+        where: Conditions on the checkpoints table (thread, namespace, before, filter).
+            Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns``
+            descending.
+    """
+
+    where: tuple[ColumnElement[bool], ...]
+
+
+def _page_select(query: ListQuery, cursor: CheckpointKey | None, size: int) -> Select[Any]:
+    order = (checkpoints.c.checkpoint_id, checkpoints.c.thread_id, checkpoints.c.checkpoint_ns)
+    stmt = select(*_CHECKPOINT_COLUMNS).where(*query.where)
+    if cursor is not None:
+        # Keyset pagination: strictly after the last row of the previous page.
+        stmt = stmt.where(tuple_(*order) < tuple_(cursor[2], cursor[0], cursor[1]))
+    return stmt.order_by(*(c.desc() for c in order)).limit(size)
+
+
+def list_page(
+    conn: Connection,
+    st: Statements,
+    load: Loader,
+    query: ListQuery,
+    cursor: CheckpointKey | None,
+    size: int,
+) -> list[CheckpointRecord]:
+    """Fetch one page of ``list()``: up to ``size`` checkpoints after ``cursor``.
+
+    Three round trips a page whatever its size: the checkpoint rows, the blobs of all
+    their channel versions (deduplicated), the writes of all of them.
+
+    Args:
+        conn: A connection, released by the caller before the page is yielded.
+        st: The saver's statements.
+        load: Decoder of stored checkpoints.
+        query: The listing's conditions.
+        cursor: ``(thread_id, checkpoint_ns, checkpoint_id)`` of the last checkpoint of
+            the previous page, or None for the first page.
+        size: Page size (rows).
+
+    Returns:
+        The page, newest first; fewer than ``size`` records means the listing is done.
+    """
+    rows = conn.execute(_page_select(query, cursor, size)).all()
+    records = [CheckpointRecord(row, load(row.type, row.checkpoint)) for row in rows]
+    if not records:
+        return records
+    by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
+    blob_keys: dict[BlobKey, None] = {}
+    for r in records:
+        for ch, v in r.checkpoint.get("channel_versions", {}).items():
+            blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, str(v))] = None
+    found: dict[BlobKey, tuple[str, bytes | None]] = {}
+    for chunk in _chunks(list(blob_keys), st.qb.max_bind_params // 4):
+        for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in, {"keys": chunk}):
+            found[(t, ns, ch, v)] = (type_, blob)
+    for r in records:
+        for ch, v in r.checkpoint.get("channel_versions", {}).items():
+            hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, str(v)))
+            if hit is not None:
+                r.values[ch] = hit
+    for chunk in _chunks(list(by_key), st.qb.max_bind_params // 3):
+        for w in conn.execute(st.writes_in, {"keys": chunk}):
+            by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
+                (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
+            )
+    return records
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    size = max(1, size)
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -1,0 +1,398 @@
+"""The query builder: the one module where the SQL dialects differ.
+
+Everything that is not plain portable SQLAlchemy Core lives here, chosen by the
+dialect's name: engine URLs (which sync and async driver serve a URL), connection set-up
+(SQLite pragmas and transaction mode), upserts and first-write-wins inserts (the
+dialects' own ``INSERT ... ON CONFLICT`` / ``ON DUPLICATE KEY`` constructs), JSON metadata
+filters, bound-parameter limits and the lock that serialises migrations across processes.
+Callers get a :class:`QueryBuilder` and never branch on the dialect themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    Text,
+    and_,
+    cast,
+    event,
+    exists,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.schema import CreateSchema
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ColumnElement
+
+__all__ = [
+    "EngineURLs",
+    "QueryBuilder",
+    "UnsupportedDialectError",
+    "configure_engine",
+    "resolve_urls",
+]
+
+#: Execution option that marks a transaction that will write. SQLite opens it with
+#: ``BEGIN IMMEDIATE`` so that a read-then-write transaction never fails to upgrade its
+#: lock; other dialects ignore it.
+WRITE_OPTION = "lgsa_write"
+
+_SYNC_DRIVERS = {
+    "sqlite": ("pysqlite", "aiosqlite"),
+    "postgresql": ("psycopg", "psycopg"),
+    "mysql": ("pymysql", "aiomysql"),
+    "mariadb": ("pymysql", "aiomysql"),
+}
+_ASYNC_ONLY = {"aiosqlite", "asyncpg", "aiomysql", "asyncmy"}
+_SYNC_ONLY = {"pysqlite", "psycopg2", "pg8000", "pymysql", "mysqldb", "mysqlconnector"}
+_ASYNC_FOR_SYNC = {"psycopg": "psycopg"}
+
+
+class UnsupportedDialectError(ValueError):
+    """Raised for a database URL whose dialect the query builder does not know.
+
+    Supported: ``sqlite``, ``postgresql`` (``postgres``) and ``mysql``/``mariadb``.
+    """
+
+
+@dataclass(frozen=True)
+class EngineURLs:
+    """The pair of URLs a saver builds its engines from.
+
+    Attributes:
+        sync: URL of the sync engine (``sqlite+pysqlite``, ``postgresql+psycopg``, ...).
+        async_: URL of the async engine (``sqlite+aiosqlite``, ``postgresql+psycopg``, ...).
+        memory: For SQLite ``:memory:``, the URI of the shared in-memory database that both
+            engines open (SQLite's ``memdb`` VFS); the saver keeps one connection to it open
+            so that the database lives as long as the saver. ``None`` otherwise.
+    """
+
+    sync: URL
+    async_: URL
+    memory: str | None = None
+
+
+def _memory_urls() -> EngineURLs:
+    # One named in-memory database per saver, shared by every connection of the process
+    # that names it (memdb VFS, SQLite >= 3.36), with ordinary locking, unlike
+    # ``cache=shared``.
+    name = f"file:/lgsa-{uuid.uuid4().hex}?vfs=memdb"
+    sync_url = make_url(f"sqlite+pysqlite:///{name}&uri=true")
+    return EngineURLs(sync_url, sync_url.set(drivername="sqlite+aiosqlite"), name)
+
+
+def resolve_urls(url_or_path: str | URL) -> EngineURLs:
+    """Map a database URL or a SQLite file path to a sync and an async engine URL.
+
+    ``sqlite:///file`` and a bare path give ``sqlite+pysqlite`` and ``sqlite+aiosqlite``;
+    ``:memory:``, ``""`` and ``sqlite://`` give one shared in-memory database;
+    ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` give psycopg 3 for
+    both; ``mysql://``, ``mariadb://`` give pymysql and aiomysql. A URL naming a sync-only
+    or async-only driver keeps it for that side and takes the default for the other.
+
+    Args:
+        url_or_path: A SQLAlchemy URL (string or ``URL``) or a SQLite file path.
+
+    Returns:
+        The URLs of both engines.
+
+    Raises:
+        UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
+            mariadb.
+    """
+    if isinstance(url_or_path, str):
+        text = url_or_path.strip()
+        if text in ("", ":memory:"):
+            return _memory_urls()
+        if "://" not in text:
+            path = os.path.abspath(os.path.expanduser(text))
+            url = URL.create("sqlite+pysqlite", database=path)
+            return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
+        if text.startswith("postgres://"):
+            text = "postgresql://" + text[len("postgres://") :]
+        url = make_url(text)
+    else:
+        url = url_or_path
+    backend, _, driver = url.drivername.partition("+")
+    if backend not in _SYNC_DRIVERS:
+        raise UnsupportedDialectError(
+            f"Unsupported database URL scheme {url.drivername!r}: use sqlite://, "
+            "postgresql:// or mysql:// (mariadb://)."
+        )
+    if backend == "sqlite" and url.database in (None, "", ":memory:"):
+        return _memory_urls()
+    default_sync, default_async = _SYNC_DRIVERS[backend]
+    if not driver:
+        sync_driver, async_driver = default_sync, default_async
+    elif driver in _ASYNC_ONLY:
+        sync_driver, async_driver = default_sync, driver
+    elif driver in _SYNC_ONLY:
+        sync_driver, async_driver = driver, default_async
+    else:
+        sync_driver, async_driver = driver, _ASYNC_FOR_SYNC.get(driver, default_async)
+    return EngineURLs(
+        url.set(drivername=f"{backend}+{sync_driver}"),
+        url.set(drivername=f"{backend}+{async_driver}"),
+    )
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event below emit BEGIN itself (the driver's own implicit
+    # transactions skip DDL and SELECT); see SQLAlchemy's "Serializable isolation /
+    # Savepoints / Transactional DDL" recipe for pysqlite and aiosqlite.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        # WAL: readers never block the writer. synchronous=NORMAL in WAL mode cannot
+        # corrupt the database and keeps every committed transaction across a process
+        # crash; only an OS crash or power loss may undo the last commits.
+        cursor.execute("PRAGMA journal_mode")
+        (mode,) = cursor.fetchone()
+        if str(mode).lower() not in ("memory", "wal"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(connection: Connection) -> None:
+    write = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def configure_engine(engine: Engine) -> None:
+    """Install the per-dialect connection set-up on a sync engine (idempotent).
+
+    On SQLite: ``busy_timeout`` of 30 s, WAL journal (file databases), ``synchronous =
+    NORMAL``, and explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes) so that every
+    transaction, DDL included, is a real SQLite transaction. Other dialects need nothing.
+    For an ``AsyncEngine`` pass its ``sync_engine``.
+
+    Args:
+        engine: The engine to configure.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    if not event.contains(engine, "connect", _sqlite_on_connect):
+        event.listen(engine, "connect", _sqlite_on_connect)
+    if not event.contains(engine, "begin", _sqlite_on_begin):
+        event.listen(engine, "begin", _sqlite_on_begin)
+
+
+def canonical_json(value: Any) -> Any:
+    """Return ``value`` with every dict's keys sorted, recursively.
+
+    Metadata is stored in this form so that SQLite and MariaDB, which compare JSON as
+    text, see one spelling of one document.
+
+    Raises:
+        TypeError: A key is not a string, or a value is not JSON (str, int, float, bool,
+            None, list, tuple, dict).
+        ValueError: A float is NaN or infinite (not JSON).
+    """
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k in sorted(value, key=_key_order):
+            if not isinstance(k, str):
+                raise TypeError(f"JSON object keys must be strings, got {type(k).__name__}")
+            out[k] = canonical_json(value[k])
+        return out
+    if isinstance(value, (list, tuple)):
+        return [canonical_json(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{value!r} is not a JSON number")
+        return value
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def _key_order(key: object) -> str:
+    return key if isinstance(key, str) else repr(key)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(canonical_json(value), allow_nan=False)
+
+
+class QueryBuilder:
+    """Builds the dialect-specific statements of the saver.
+
+    One instance per saver, made from the dialect name of its engines. Every statement
+    it returns is a SQLAlchemy construct with bound parameters, so SQLAlchemy's compiled
+    statement cache serves repeated calls.
+
+    Args:
+        dialect_name: ``engine.dialect.name``: ``sqlite``, ``postgresql``, ``mysql`` or
+            ``mariadb``.
+
+    Raises:
+        UnsupportedDialectError: Any other dialect.
+    """
+
+    def __init__(self, dialect_name: str) -> None:
+        if dialect_name not in _SYNC_DRIVERS:
+            raise UnsupportedDialectError(
+                f"Unsupported dialect {dialect_name!r}: sqlite, postgresql, mysql and "
+                "mariadb are supported."
+            )
+        self.dialect_name = dialect_name
+        self._mysql = dialect_name in ("mysql", "mariadb")
+
+    #: Most bound parameters put in one statement (SQLite's historic 999 is the floor;
+    #: SQLite >= 3.32 accepts 32766, PostgreSQL and MySQL 65535).
+    @property
+    def max_bind_params(self) -> int:
+        """Upper bound on bound parameters in one statement for this dialect."""
+        return 30000 if self.dialect_name == "sqlite" else 60000
+
+    def _insert(self, table: Table) -> Any:
+        if self.dialect_name == "sqlite":
+            return sqlite.insert(table)
+        if self.dialect_name == "postgresql":
+            return postgresql.insert(table)
+        return mysql.insert(table)
+
+    def insert_ignore(self, table: Table) -> Insert:
+        """``INSERT`` that keeps the existing row when the primary key is taken.
+
+        SQLite/PostgreSQL: ``ON CONFLICT DO NOTHING``; MySQL/MariaDB: ``ON DUPLICATE KEY
+        UPDATE`` of a key column to itself (``INSERT IGNORE`` would also hide truncation).
+        Use with a list of parameter dicts (executemany).
+        """
+        stmt = self._insert(table)
+        if self._mysql:
+            first = table.primary_key.columns.values()[0]
+            return stmt.on_duplicate_key_update({first.name: stmt.inserted[first.name]})  # type: ignore[no-any-return]
+        return stmt.on_conflict_do_nothing()  # type: ignore[no-any-return]
+
+    def upsert(self, table: Table, update: Sequence[str]) -> Insert:
+        """``INSERT`` that overwrites the ``update`` columns when the primary key is taken.
+
+        SQLite/PostgreSQL: ``ON CONFLICT (pk) DO UPDATE SET col = excluded.col``;
+        MySQL/MariaDB: ``ON DUPLICATE KEY UPDATE col = VALUES(col)``.
+        """
+        stmt = self._insert(table)
+        if self._mysql:
+            return stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in update})  # type: ignore[no-any-return]
+        return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+            index_elements=list(table.primary_key.columns),
+            set_={c: stmt.excluded[c] for c in update},
+        )
+
+    def metadata_equals(self, column: Any, key: str, value: Any) -> ColumnElement[bool]:
+        """Condition: the top-level metadata ``key`` equals the JSON value ``value``.
+
+        One semantics on every dialect: the value is compared as JSON, so ``True`` does not
+        match ``1``, ``None`` matches an explicit JSON ``null`` only (not a missing key),
+        and dicts and lists match regardless of key order (metadata is stored with sorted
+        keys). ``1`` matches ``1.0``. Key and value are bound parameters; no SQL text is
+        built from them.
+
+        * SQLite: ``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND type ...)``
+          (``json_each`` takes any key, where a JSON path cannot quote every character).
+        * PostgreSQL: ``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality).
+        * MySQL/MariaDB: ``JSON_EXTRACT`` with a quoted path, compared with
+          ``JSON_EQUALS`` (MariaDB) or as JSON (MySQL).
+
+        Args:
+            column: The JSON metadata column.
+            key: Top-level key.
+            value: JSON value: str, int, float, bool, None, list or dict.
+
+        Raises:
+            TypeError: ``key`` is not a string or ``value`` is not JSON.
+            ValueError: ``value`` holds NaN or an infinite float.
+        """
+        if not isinstance(key, str):
+            raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
+        text = _json_text(value)
+        if self.dialect_name == "sqlite":
+            return self._sqlite_equals(column, key, value, text)
+        if self.dialect_name == "postgresql":
+            return column.op("->")(literal(key, Text)) == cast(literal(text, Text), postgresql.JSONB)  # type: ignore[no-any-return]
+        path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        extracted = func.json_extract(column, literal(path, Text))
+        if self.dialect_name == "mariadb":
+            return func.json_equals(extracted, literal(text, Text)) == 1  # type: ignore[no-any-return]
+        return extracted == cast(literal(text, Text), mysql.JSON)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _sqlite_equals(column: Any, key: str, value: Any, text: str) -> ColumnElement[bool]:
+        each = func.json_each(column).table_valued("key", "value", "type", "atom")
+        cond: ColumnElement[bool]
+        if value is None:
+            cond = each.c.type == "null"
+        elif value is True:
+            cond = each.c.type == "true"
+        elif value is False:
+            cond = each.c.type == "false"
+        elif isinstance(value, (int, float)):
+            cond = and_(each.c.type.in_(("integer", "real")), each.c.atom == value)
+        elif isinstance(value, str):
+            cond = and_(each.c.type == "text", each.c.atom == value)
+        else:
+            kind = "object" if isinstance(value, Mapping) else "array"
+            cond = and_(each.c.type == kind, each.c.value == func.json(literal(text, Text)))
+        return exists(select(literal(1)).select_from(each).where(each.c.key == key, cond))
+
+    @property
+    def transactional_ddl(self) -> bool:
+        """Whether DDL runs inside the migration transaction (not on MySQL/MariaDB, where
+        each DDL statement commits; their migrations are written to be re-runnable)."""
+        return not self._mysql
+
+    def ensure_schema(self, connection: Connection, schema: str | None) -> None:
+        """Create the PostgreSQL schema ``schema`` if it does not exist (no-op elsewhere
+        or when ``schema`` is None: SQLite has no schemas to create and a MySQL
+        "schema" is a database, created by the operator)."""
+        if schema and self.dialect_name == "postgresql":
+            connection.execute(CreateSchema(schema, if_not_exists=True))
+
+    @contextmanager
+    def migration_lock(self, connection: Connection) -> Iterator[None]:
+        """Serialise schema migrations across processes, within the open transaction.
+
+        PostgreSQL: ``pg_advisory_xact_lock`` (released at commit or rollback); MySQL and
+        MariaDB: ``GET_LOCK`` (released on exit); SQLite: the migration transaction is
+        begun with ``BEGIN IMMEDIATE`` (see :data:`WRITE_OPTION`), which already excludes
+        other writers.
+
+        Args:
+            connection: A connection inside the migration transaction.
+
+        Raises:
+            TimeoutError: MySQL/MariaDB did not grant the lock within 300 s.
+        """
+        if self.dialect_name == "postgresql":
+            connection.execute(select(func.pg_advisory_xact_lock(_MIGRATION_LOCK_KEY)))
+            yield
+        elif self._mysql:
+            got = connection.execute(select(func.get_lock("lgsa_migrations", 300))).scalar()
+            if got != 1:
+                raise TimeoutError("could not take the lgsa_migrations lock within 300 s")
+            try:
+                yield
+            finally:
+                connection.execute(select(func.release_lock("lgsa_migrations")))
+        else:
+            yield
+
+
+_MIGRATION_LOCK_KEY = zlib.crc32(b"langgraph-checkpoint-sqlalchemy/migrations")

@@ -1,0 +1,83 @@
+"""Run the Alembic migrations of the checkpoint tables from Python.
+
+The scripts under the repository's top-level ``migrations/`` folder are the single
+source; the wheel ships them as ``langgraph/checkpoint/sqlalchemy/migrations``. The
+version table is ``lgsa_alembic_version`` (:data:`~.schema.VERSION_TABLE`), so an
+application's own ``alembic_version`` and history stay untouched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+
+from .schema import VERSION_TABLE
+
+__all__ = ["alembic_config", "current_revision", "downgrade", "head_revision", "upgrade"]
+
+
+def script_location() -> str:
+    """Folder of the migration scripts: inside the installed package, else the repo's.
+
+    Raises:
+        FileNotFoundError: Neither folder holds an ``env.py`` (a broken install).
+    """
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "migrations", here.parents[3] / "migrations"):
+        if (candidate / "env.py").is_file():
+            return str(candidate)
+    raise FileNotFoundError(
+        "the Alembic scripts of langgraph-checkpoint-sqlalchemy are missing; reinstall it"
+    )
+
+
+def alembic_config(connection: Connection | None = None, *, schema: str | None = None) -> Config:
+    """An Alembic ``Config`` for the checkpoint migrations.
+
+    Args:
+        connection: Run on this connection (inside its transaction) instead of a URL.
+        schema: PostgreSQL schema that holds the tables and the version table.
+
+    Returns:
+        The configuration; pass it to ``alembic.command`` functions.
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", script_location())
+    cfg.attributes["connection"] = connection
+    cfg.attributes["schema"] = schema
+    return cfg
+
+
+def upgrade(connection: Connection, revision: str = "head", *, schema: str | None = None) -> None:
+    """Migrate the schema up to ``revision`` on ``connection``.
+
+    Runs in the connection's transaction, serialised across processes by the dialect's
+    migration lock (PostgreSQL advisory lock, MySQL ``GET_LOCK``, SQLite ``BEGIN
+    IMMEDIATE``). Idempotent: at ``revision`` already, it does nothing.
+    """
+    command.upgrade(alembic_config(connection, schema=schema), revision)
+
+
+def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
+    """Migrate the schema down to ``revision`` (``"base"`` drops every table of ours)."""
+    command.downgrade(alembic_config(connection, schema=schema), revision)
+
+
+def current_revision(connection: Connection, *, schema: str | None = None) -> str | None:
+    """The revision the database is at, or None when our tables were never created."""
+    ctx = MigrationContext.configure(
+        connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
+    )
+    return ctx.get_current_revision()
+
+
+def head_revision() -> str:
+    """The newest revision of the shipped migration scripts."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head

@@ -1,0 +1,679 @@
+"""``SQLAlchemySaver``: one LangGraph checkpoint saver for SQLite, PostgreSQL and MySQL.
+
+Each database operation is written once, as a sync function on a SQLAlchemy
+``Connection`` (:mod:`._ops`). Sync methods run it on the sync engine; async methods run
+the same function on the async engine through ``AsyncConnection.run_sync``. Both engines
+are made from one URL and see the same data. Every dialect difference lives in
+:mod:`.dialects`.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Callable, TypeVar, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from sqlalchemy import Connection, Engine, create_engine
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.elements import ColumnElement
+from typing_extensions import Concatenate, ParamSpec, Self
+
+from . import _ops, migrate
+from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
+from .errors import CheckpointConfigError, CheckpointMetadataError
+from .schema import (
+    CHANNEL_MAX_LENGTH,
+    CHECKPOINT_NS_MAX_LENGTH,
+    ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    checkpoints,
+)
+
+__all__ = ["SQLAlchemySaver"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Checkpoints fetched per round trip while ``list()`` iterates; no connection is held
+#: between pages, so the caller may use the saver inside the loop.
+LIST_PAGE_SIZE = 100
+
+
+def _text_id(value: Any, name: str, limit: int, *, required: bool) -> str | None:
+    if value is None or value == "":
+        if required:
+            raise CheckpointConfigError(
+                f"config['configurable']['{name}'] is required: pass "
+                f"{{'configurable': {{'{name}': ...}}}} when you invoke the graph."
+            )
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] must be a string (or int/UUID), got "
+            f"{type(value).__name__}."
+        )
+    text = str(value)
+    if len(text) > limit:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] is {len(text)} characters long; the limit "
+            f"is {limit}. Use a shorter id (for example a hash of it)."
+        )
+    return text
+
+
+def _namespace(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise CheckpointConfigError(
+            f"config['configurable']['checkpoint_ns'] must be a string, got {type(value).__name__}."
+        )
+    if len(value) > CHECKPOINT_NS_MAX_LENGTH:
+        raise CheckpointConfigError(
+            f"checkpoint_ns is {len(value)} characters long; the limit is "
+            f"{CHECKPOINT_NS_MAX_LENGTH} (subgraphs nested too deep to store)."
+        )
+    return value
+
+
+def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
+    if not isinstance(config, dict):
+        raise CheckpointConfigError(f"config must be a dict, got {type(config).__name__}.")
+    configurable = config.get("configurable")
+    if configurable is None:
+        return {}
+    if not isinstance(configurable, dict):
+        raise CheckpointConfigError("config['configurable'] must be a dict.")
+    return configurable
+
+
+def _checkpoint_key(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """``(thread_id, checkpoint_ns, checkpoint_id or None)`` of a config (LangGraph rules:
+    thread_id required; checkpoint_ns defaults to ""; an empty checkpoint_id means latest).
+    """
+    c = _configurable(config)
+    thread_id = _text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    checkpoint_id = _text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    return cast(str, thread_id), _namespace(c.get("checkpoint_ns")), checkpoint_id
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class SQLAlchemySaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpoint saver on any SQLAlchemy engine: SQLite, PostgreSQL, MySQL.
+
+    Implements the ``BaseCheckpointSaver`` contract of ``langgraph-checkpoint`` 4 (get_tuple,
+    list, put, put_writes, delete_thread, get_next_version), each sync and async. Sync
+    methods use a sync engine, async methods an async engine for the same database; give
+    either or both, the missing one is made from the other's URL (and disposed by
+    :meth:`close`). The usual entry point is :meth:`from_conn_string`.
+
+    The tables are created and migrated by Alembic: call :meth:`setup` (or
+    :meth:`asetup`) once, or run ``alembic upgrade head`` / ``python -m
+    langgraph.checkpoint.sqlalchemy upgrade --url URL``.
+
+    No lock is held by the saver itself: concurrent calls use the engines' connection
+    pools, and ``list()`` releases its connection before it yields each page.
+
+    Args:
+        engine: Sync engine. Made from ``async_engine``'s URL when omitted.
+        async_engine: Async engine. Made from ``engine``'s URL when omitted.
+        serde: Serializer of checkpoints, channel values and writes (default:
+            ``JsonPlusSerializer``; wrap it in ``EncryptedSerializer`` to encrypt at rest).
+        schema: PostgreSQL schema holding the tables (default: the search path).
+
+    Raises:
+        ValueError: Neither engine was given.
+        UnsupportedDialectError: The engine's dialect is not supported.
+
+    Example:
+        ```python
+        with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
+            saver.setup()
+            graph = builder.compile(checkpointer=saver)
+            graph.invoke(inputs, {"configurable": {"thread_id": "1"}})
+        ```
+    """
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        async_engine: AsyncEngine | None = None,
+        *,
+        serde: SerializerProtocol | None = None,
+        schema: str | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        if engine is None and async_engine is None:
+            raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
+        self._owned: list[Engine | AsyncEngine] = []
+        self._keeper: sqlite3.Connection | None = None
+        if engine is None:
+            assert async_engine is not None
+            engine = create_engine(resolve_urls(async_engine.url).sync)
+            self._owned.append(engine)
+        if async_engine is None:
+            async_engine = create_async_engine(resolve_urls(engine.url).async_)
+            self._owned.append(async_engine)
+        configure_engine(engine)
+        configure_engine(async_engine.sync_engine)
+        self.schema = schema
+        self.engine = engine
+        self.async_engine = async_engine
+        options: dict[str, Any] = {}
+        if schema:
+            options["schema_translate_map"] = {None: schema}
+        self._read = engine.execution_options(**options)
+        self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
+        self._aread = async_engine.execution_options(**options)
+        self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
+        self._qb = QueryBuilder(engine.dialect.name)
+        self._st = _ops.Statements(self._qb)
+
+    @classmethod
+    def from_conn_string(
+        cls,
+        conn_string: str | URL,
+        *,
+        serde: SerializerProtocol | None = None,
+        schema: str | None = None,
+        **engine_kwargs: Any,
+    ) -> Self:
+        """Build a saver, and its sync and async engines, from a URL or a SQLite path.
+
+        Unlike the official savers' ``from_conn_string``, the result is the saver itself:
+        pass it straight to ``graph.compile(checkpointer=...)``, or use it as a context
+        manager (``with`` or ``async with``) to dispose its engines on exit.
+
+        Args:
+            conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one
+                in-memory database shared by both engines, alive until :meth:`close`),
+                ``postgresql://user@host/db`` (psycopg 3 for sync and async),
+                ``mysql://...``.
+            serde: See :class:`SQLAlchemySaver`.
+            schema: See :class:`SQLAlchemySaver`.
+            **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
+                (``pool_size``, ``echo``, ``connect_args``, ...).
+
+        Returns:
+            The saver. Run :meth:`setup` once to create the tables.
+
+        Raises:
+            UnsupportedDialectError: The URL's dialect is not supported.
+        """
+        urls = resolve_urls(conn_string)
+        keeper = sqlite3.connect(urls.memory, uri=True) if urls.memory else None
+        engine = create_engine(urls.sync, **engine_kwargs)
+        async_engine = create_async_engine(urls.async_, **engine_kwargs)
+        saver = cls(engine, async_engine, serde=serde, schema=schema)
+        saver._owned = [engine, async_engine]
+        saver._keeper = keeper
+        return saver
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
+
+        Idempotent and safe to run from several processes at once (the migration lock of
+        :meth:`.QueryBuilder.migration_lock`).
+        """
+        with self._write.begin() as conn:
+            migrate.upgrade(conn, schema=self.schema)
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`, on the async engine."""
+        async with self._awrite.begin() as conn:
+            await conn.run_sync(migrate.upgrade, schema=self.schema)
+
+    def close(self) -> None:
+        """Dispose the engines this saver created (not the ones it was given)."""
+        for engine in self._owned:
+            if isinstance(engine, AsyncEngine):
+                # Connections of an async pool belong to an event loop; drop them without
+                # awaiting their close (call :meth:`aclose` to close them properly).
+                engine.sync_engine.dispose(close=False)
+            else:
+                engine.dispose()
+        self._release_keeper()
+
+    async def aclose(self) -> None:
+        """Dispose the engines this saver created, closing async connections properly."""
+        for engine in self._owned:
+            if isinstance(engine, AsyncEngine):
+                await engine.dispose()
+            else:
+                engine.dispose()
+        self._release_keeper()
+
+    def _release_keeper(self) -> None:
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the two doors: one sync function on a Connection, run sync or async -----------
+
+    def _run(
+        self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
+    ) -> R:
+        if write:
+            with self._write.begin() as conn:
+                return op(conn, *a, **k)
+        with self._read.connect() as conn:
+            return op(conn, *a, **k)
+
+    async def _arun(
+        self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
+    ) -> R:
+        conn: AsyncConnection
+        if write:
+            async with self._awrite.begin() as conn:
+                return await conn.run_sync(op, *a, **k)
+        async with self._aread.connect() as conn:
+            return await conn.run_sync(op, *a, **k)
+
+    # -- encoding and decoding (no database) -------------------------------------------
+
+    def _load_checkpoint(self, type_: str, data: bytes) -> dict[str, Any]:
+        return cast(dict[str, Any], self.serde.loads_typed((type_, data)))
+
+    def _to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
+        row = rec.row
+        checkpoint = rec.checkpoint
+        checkpoint["channel_values"] = {
+            ch: self.serde.loads_typed((t, b if b is not None else b""))
+            for ch, (t, b) in rec.values.items()
+            if t != "empty"
+        }
+        rec.writes.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
+        pending = [
+            (task_id, channel, self.serde.loads_typed((t, b if b is not None else b"")))
+            for task_id, _path, _idx, channel, t, b in rec.writes
+        ]
+        parent = row.parent_checkpoint_id
+        return CheckpointTuple(
+            config=_config(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=cast(CheckpointMetadata, row.metadata),
+            parent_config=_config(row.thread_id, row.checkpoint_ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+
+    def _put_rows(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], RunnableConfig]:
+        thread_id, checkpoint_ns, parent_id = _checkpoint_key(config)
+        checkpoint_id = _text_id(checkpoint.get("id"), "id", ID_MAX_LENGTH, required=True)
+        assert checkpoint_id is not None
+        try:
+            meta = canonical_json(get_serializable_checkpoint_metadata(config, metadata))
+        except (TypeError, ValueError) as e:
+            raise CheckpointMetadataError(
+                f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
+                "float, bool, None, lists and dicts with string keys."
+            ) from e
+        values = checkpoint.get("channel_values") or {}
+        blob_rows = []
+        for channel, version in new_versions.items():
+            if channel not in values:
+                continue
+            if len(channel) > CHANNEL_MAX_LENGTH:
+                raise CheckpointConfigError(
+                    f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
+                    f"the limit is {CHANNEL_MAX_LENGTH}."
+                )
+            type_, blob = self.serde.dumps_typed(values[channel])
+            blob_rows.append(
+                {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "channel": channel,
+                    "version": str(version),
+                    "type": type_,
+                    "blob": blob,
+                }
+            )
+        type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
+        run_id = meta.get("run_id")
+        checkpoint_row = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "parent_checkpoint_id": parent_id,
+            "run_id": run_id if isinstance(run_id, str) and len(run_id) <= ID_MAX_LENGTH else None,
+            "type": type_,
+            "checkpoint": data,
+            "metadata": meta,
+        }
+        return checkpoint_row, blob_rows, _config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _write_rows(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        thread_id, checkpoint_ns, checkpoint_id = _checkpoint_key(config)
+        if checkpoint_id is None:
+            raise CheckpointConfigError(
+                "put_writes needs config['configurable']['checkpoint_id'] (the checkpoint "
+                "the writes belong to)."
+            )
+        task = _text_id(task_id, "task_id", ID_MAX_LENGTH, required=True)
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append(
+                {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": checkpoint_id,
+                    "task_id": task,
+                    "idx": WRITES_IDX_MAP.get(channel, i),
+                    "task_path": task_path or "",
+                    "channel": channel,
+                    "type": type_,
+                    "blob": blob,
+                }
+            )
+        # A batch of special channels only (error, interrupt, resume, scheduled) replaces
+        # what the task stored before; regular writes are first-write-wins (LangGraph
+        # contract: a retried task must not change what was recorded).
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        return rows, replace
+
+    def _list_query(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+    ) -> _ops.ListQuery:
+        where: list[ColumnElement[bool]] = []
+        if config is not None:
+            c = _configurable(config)
+            thread_id = _text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+            where.append(checkpoints.c.thread_id == thread_id)
+            if c.get("checkpoint_ns") is not None:
+                where.append(checkpoints.c.checkpoint_ns == _namespace(c["checkpoint_ns"]))
+            checkpoint_id = _text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+            if checkpoint_id:
+                where.append(checkpoints.c.checkpoint_id == checkpoint_id)
+        if before is not None:
+            before_id = _text_id(
+                _configurable(before).get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=True
+            )
+            where.append(checkpoints.c.checkpoint_id < before_id)
+        if filter:
+            if not isinstance(filter, dict):
+                raise CheckpointMetadataError(
+                    f"filter must be a dict of metadata keys to JSON values, got {type(filter).__name__}."
+                )
+            for key, value in filter.items():
+                try:
+                    where.append(self._qb.metadata_equals(checkpoints.c.metadata, key, value))
+                except (TypeError, ValueError) as e:
+                    raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
+        return _ops.ListQuery(tuple(where))
+
+    # -- the saver contract: sync --------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch a checkpoint with its channel values and pending writes.
+
+        Args:
+            config: ``{"configurable": {"thread_id", "checkpoint_ns"?, "checkpoint_id"?}}``;
+                without ``checkpoint_id`` the latest checkpoint of the namespace.
+
+        Returns:
+            The checkpoint tuple (pending writes in ``writes_sort_key`` order), or None.
+
+        Raises:
+            CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
+        """
+        rec = self._run(False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config))
+        return self._to_tuple(rec) if rec is not None else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """List checkpoints, newest first, fetched in pages of 100.
+
+        No connection is held while a checkpoint is yielded, so the loop body may call the
+        saver (or other threads may).
+
+        Args:
+            config: None for every thread; else a thread (``thread_id``), optionally one
+                namespace (``checkpoint_ns``) and one checkpoint (``checkpoint_id``).
+            filter: Metadata equality filter, ``{key: JSON value}``; see
+                :meth:`.QueryBuilder.metadata_equals` for the semantics.
+            before: Only checkpoints strictly older than this config's ``checkpoint_id``.
+            limit: At most this many checkpoints (after filtering).
+
+        Yields:
+            Checkpoint tuples with their pending writes.
+
+        Raises:
+            CheckpointConfigError: A config without ``thread_id`` or with bad ids.
+            CheckpointMetadataError: A filter value that is not JSON.
+        """
+        query = self._list_query(config, filter, before)
+        pages = _Pages(limit)
+        while (request := pages.next()) is not None:
+            page = self._run(False, _ops.list_page, self._st, self._load_checkpoint, query, *request)
+            pages.advance(page)
+            for rec in page:
+                yield self._to_tuple(rec)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint, and the values of the channels in ``new_versions``.
+
+        Channels whose version is unchanged are not stored again: their value is already
+        stored under that version. The checkpoint is serialised before this returns, so
+        later changes to the caller's dicts do not reach the database.
+
+        Args:
+            config: Config of the parent checkpoint (``thread_id``, ``checkpoint_ns``,
+                ``checkpoint_id`` = parent id or absent for a root).
+            checkpoint: The checkpoint.
+            metadata: Its metadata; must be JSON.
+            new_versions: ``{channel: version}`` of the channels updated since the parent.
+
+        Returns:
+            The config of the stored checkpoint.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace or ids.
+            CheckpointMetadataError: Metadata that is not JSON.
+        """
+        row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
+        self._run(True, _ops.put, self._st, row, blob_rows)
+        return next_config
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store the pending writes of a task for the checkpoint in ``config``.
+
+        Args:
+            config: Config with ``thread_id``, ``checkpoint_ns`` and ``checkpoint_id``.
+            writes: ``[(channel, value)]``.
+            task_id: The task's id.
+            task_path: The task's path, used to order writes (``writes_sort_key``).
+
+        Raises:
+            CheckpointConfigError: No ``checkpoint_id``, or bad ids.
+        """
+        rows, replace = self._write_rows(config, writes, task_id, task_path)
+        if rows:
+            self._run(True, _ops.put_writes, self._st, rows, replace)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, blob and write of a thread, in every namespace.
+
+        One transaction; deleting a thread that does not exist does nothing.
+        """
+        key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+        self._run(True, _ops.delete_thread, self._st, cast(str, key))
+
+    # -- the saver contract: async -------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        rec = await self._arun(False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config))
+        return self._to_tuple(rec) if rec is not None else None
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`; no connection is held while a checkpoint is yielded."""
+        query = self._list_query(config, filter, before)
+        pages = _Pages(limit)
+        while (request := pages.next()) is not None:
+            page = await self._arun(False, _ops.list_page, self._st, self._load_checkpoint, query, *request)
+            pages.advance(page)
+            for rec in page:
+                yield self._to_tuple(rec)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
+        await self._arun(True, _ops.put, self._st, row, blob_rows)
+        return next_config
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        rows, replace = self._write_rows(config, writes, task_id, task_path)
+        if rows:
+            await self._arun(True, _ops.put_writes, self._st, rows, replace)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+        await self._arun(True, _ops.delete_thread, self._st, cast(str, key))
+
+    # -- versions ------------------------------------------------------------------------
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Next channel version: ``f"{n:032}.{random():016}"``.
+
+        The counter ``n`` grows by one; the random fraction makes versions unique across
+        forks of a thread, which blobs keyed by version rely on (LangGraph contract).
+        Integer versions written by other savers are accepted as ``current``.
+        """
+        if current is None:
+            n = 0
+        elif isinstance(current, int):
+            n = current
+        else:
+            n = int(str(current).split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
+
+
+class _Pages:
+    """Page requests of one ``list()`` call: ``(cursor, size)`` until done or ``limit``."""
+
+    def __init__(self, limit: int | None) -> None:
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+        self.remaining = limit
+        self.cursor: _ops.CheckpointKey | None = None
+        self.done = limit == 0
+
+    def next(self) -> tuple[_ops.CheckpointKey | None, int] | None:
+        if self.done:
+            return None
+        size = LIST_PAGE_SIZE if self.remaining is None else min(LIST_PAGE_SIZE, self.remaining)
+        return self.cursor, size
+
+    def advance(self, page: list[_ops.CheckpointRecord]) -> None:
+        requested = LIST_PAGE_SIZE if self.remaining is None else min(LIST_PAGE_SIZE, self.remaining)
+        if self.remaining is not None:
+            self.remaining -= len(page)
+        if len(page) < requested or self.remaining == 0:
+            self.done = True
+        elif page:
+            last = page[-1].row
+            self.cursor = (last.thread_id, last.checkpoint_ns, last.checkpoint_id)

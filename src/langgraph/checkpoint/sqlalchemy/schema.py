@@ -1,0 +1,132 @@
+"""SQLAlchemy Core tables of the checkpoint store.
+
+Three tables, prefixed ``lgsa_`` so that they live beside the official savers' tables
+(``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``, ``writes``) and an
+application's own tables in one database:
+
+* ``lgsa_checkpoints``: one row per checkpoint. The checkpoint itself (without its
+  channel values) is serialised by the saver's ``serde``; ``metadata`` is JSON (JSONB on
+  PostgreSQL) so that ``list(filter=...)`` runs in the database; ``run_id`` is promoted
+  out of the metadata into an indexed column.
+* ``lgsa_checkpoint_blobs``: channel values keyed by ``(thread_id, checkpoint_ns, channel,
+  version)``. A channel whose version did not change between two checkpoints is stored
+  once and referenced by both.
+* ``lgsa_checkpoint_writes``: pending writes of tasks, keyed by ``(thread_id,
+  checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
+  table: LangGraph may store writes before the checkpoint they belong to.
+
+Every value (channel values, writes, the checkpoint) goes through ``serde``, so an
+``EncryptedSerializer`` leaves none of them in clear. Metadata is stored as JSON in clear:
+it is what filters query.
+
+The Alembic migrations under ``migrations/`` create exactly these tables; a test compares
+the two on every dialect.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects import mysql, postgresql
+from sqlalchemy.types import TypeEngine
+
+__all__ = [
+    "CHANNEL_MAX_LENGTH",
+    "CHECKPOINT_NS_MAX_LENGTH",
+    "ID_MAX_LENGTH",
+    "THREAD_ID_MAX_LENGTH",
+    "VERSION_TABLE",
+    "blobs",
+    "checkpoints",
+    "metadata",
+    "writes",
+]
+
+#: Longest ``thread_id`` accepted, in characters. Key columns are bounded so that the
+#: primary keys fit the smallest index limit of the supported databases (InnoDB: 3072
+#: bytes, with 4 bytes a character in utf8mb4).
+THREAD_ID_MAX_LENGTH = 255
+#: Longest ``checkpoint_ns`` accepted, in characters.
+CHECKPOINT_NS_MAX_LENGTH = 255
+#: Longest checkpoint id, task id and channel version accepted, in characters.
+ID_MAX_LENGTH = 64
+#: Longest channel name accepted, in characters.
+CHANNEL_MAX_LENGTH = 150
+#: Name of the Alembic version table of this library, distinct from an application's
+#: own ``alembic_version``.
+VERSION_TABLE = "lgsa_alembic_version"
+
+#: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
+#: whose plain BLOB stops at 64 kB.
+BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+#: Metadata documents: JSON, JSONB on PostgreSQL (indexable, key order free).
+JSON_DOCUMENT: TypeEngine[object] = JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+metadata = MetaData()
+
+
+def _key(name: str, length: int) -> Column[str]:
+    return Column(name, String(length), nullable=False)
+
+
+checkpoints = Table(
+    "lgsa_checkpoints",
+    metadata,
+    _key("thread_id", THREAD_ID_MAX_LENGTH),
+    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _key("checkpoint_id", ID_MAX_LENGTH),
+    Column("parent_checkpoint_id", String(ID_MAX_LENGTH), nullable=True),
+    Column("run_id", String(ID_MAX_LENGTH), nullable=True),
+    Column("type", String(64), nullable=False),
+    Column("checkpoint", BINARY, nullable=False),
+    Column("metadata", JSON_DOCUMENT, nullable=False),
+    PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
+    Index("ix_lgsa_checkpoints_run_id", "run_id"),
+    Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
+)
+
+blobs = Table(
+    "lgsa_checkpoint_blobs",
+    metadata,
+    _key("thread_id", THREAD_ID_MAX_LENGTH),
+    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _key("channel", CHANNEL_MAX_LENGTH),
+    _key("version", ID_MAX_LENGTH),
+    Column("type", String(64), nullable=False),
+    Column("blob", BINARY, nullable=True),
+    PrimaryKeyConstraint(
+        "thread_id", "checkpoint_ns", "channel", "version", name="pk_lgsa_checkpoint_blobs"
+    ),
+)
+
+writes = Table(
+    "lgsa_checkpoint_writes",
+    metadata,
+    _key("thread_id", THREAD_ID_MAX_LENGTH),
+    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _key("checkpoint_id", ID_MAX_LENGTH),
+    _key("task_id", ID_MAX_LENGTH),
+    Column("idx", Integer, nullable=False),
+    Column("task_path", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("blob", BINARY, nullable=True),
+    PrimaryKeyConstraint(
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "idx",
+        name="pk_lgsa_checkpoint_writes",
+    ),
+)
