@@ -50,9 +50,7 @@ def upgrade() -> None:
             ),
             schema=schema,
         )
-        op.create_index(
-            "ix_lgsa_checkpoints_run_id", "lgsa_checkpoints", ["run_id"], schema=schema
-        )
+        op.create_index("ix_lgsa_checkpoints_run_id", "lgsa_checkpoints", ["run_id"], schema=schema)
         op.create_index(
             "ix_lgsa_checkpoints_checkpoint_id",
             "lgsa_checkpoints",

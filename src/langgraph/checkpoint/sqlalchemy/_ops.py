@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, bindparam, delete, select, tuple_
+from sqlalchemy import Connection, Select, bindparam, delete, select, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
 from .dialects import QueryBuilder
@@ -73,9 +73,7 @@ class Statements:
         self.by_id = select(*_CHECKPOINT_COLUMNS).where(
             *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
         )
-        self.blobs_of = select(
-            blobs.c.channel, blobs.c.version, blobs.c.type, blobs.c.blob
-        ).where(
+        self.blobs_of = select(blobs.c.channel, blobs.c.version, blobs.c.type, blobs.c.blob).where(
             blobs.c.thread_id == bindparam("thread_id"),
             blobs.c.checkpoint_ns == bindparam("checkpoint_ns"),
             tuple_(blobs.c.channel, blobs.c.version).in_(bindparam("keys", expanding=True)),
@@ -120,7 +118,7 @@ class CheckpointRecord:
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
     """
 
-    row: Row[Any]
+    row: Any  # a Row of _CHECKPOINT_COLUMNS, read by attribute name
     checkpoint: dict[str, Any]
     values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)

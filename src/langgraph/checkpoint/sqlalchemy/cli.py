@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         engine.dispose()
     head = migrate.head_revision()
-    print(f"{args.url if '@' not in args.url else engine.url!r}: revision {current or 'none'} (head {head})")
+    where = engine.url.render_as_string(hide_password=True)
+    print(f"{where}: revision {current or 'none'} (head {head})")
     if args.command == "current" and args.check and current != head:
         return 1
     return 0

@@ -326,12 +326,13 @@ class QueryBuilder:
         if self.dialect_name == "sqlite":
             return self._sqlite_equals(column, key, value, text)
         if self.dialect_name == "postgresql":
-            return column.op("->")(literal(key, Text)) == cast(literal(text, Text), postgresql.JSONB)  # type: ignore[no-any-return]
+            member: ColumnElement[Any] = column.op("->")(literal(key, Text))
+            return member == cast(literal(text, Text), postgresql.JSONB)
         path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
         extracted = func.json_extract(column, literal(path, Text))
         if self.dialect_name == "mariadb":
-            return func.json_equals(extracted, literal(text, Text)) == 1  # type: ignore[no-any-return]
-        return extracted == cast(literal(text, Text), mysql.JSON)  # type: ignore[no-any-return]
+            return func.json_equals(extracted, literal(text, Text)) == 1
+        return extracted == cast(literal(text, Text), mysql.JSON)
 
     @staticmethod
     def _sqlite_equals(column: Any, key: str, value: Any, text: str) -> ColumnElement[bool]:

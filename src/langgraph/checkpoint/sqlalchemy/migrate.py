@@ -14,6 +14,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+
 from sqlalchemy import Connection
 
 from .schema import VERSION_TABLE

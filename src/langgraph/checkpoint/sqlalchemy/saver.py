@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Callable, TypeVar, cast
+from typing import Any, Concatenate, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -28,11 +28,12 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from typing_extensions import ParamSpec, Self
+
 from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
-from typing_extensions import Concatenate, ParamSpec, Self
 
 from . import _ops, migrate
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
@@ -442,22 +443,30 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         where: list[ColumnElement[bool]] = []
         if config is not None:
             c = _configurable(config)
-            thread_id = _text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+            thread_id = _text_id(
+                c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True
+            )
             where.append(checkpoints.c.thread_id == thread_id)
             if c.get("checkpoint_ns") is not None:
                 where.append(checkpoints.c.checkpoint_ns == _namespace(c["checkpoint_ns"]))
-            checkpoint_id = _text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+            checkpoint_id = _text_id(
+                c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False
+            )
             if checkpoint_id:
                 where.append(checkpoints.c.checkpoint_id == checkpoint_id)
         if before is not None:
             before_id = _text_id(
-                _configurable(before).get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=True
+                _configurable(before).get("checkpoint_id"),
+                "checkpoint_id",
+                ID_MAX_LENGTH,
+                required=True,
             )
             where.append(checkpoints.c.checkpoint_id < before_id)
         if filter:
             if not isinstance(filter, dict):
                 raise CheckpointMetadataError(
-                    f"filter must be a dict of metadata keys to JSON values, got {type(filter).__name__}."
+                    "filter must be a dict of metadata keys to JSON values, got "
+                    f"{type(filter).__name__}."
                 )
             for key, value in filter.items():
                 try:
@@ -481,7 +490,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
         """
-        rec = self._run(False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config))
+        rec = self._run(
+            False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config)
+        )
         return self._to_tuple(rec) if rec is not None else None
 
     def list(
@@ -515,7 +526,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = self._run(False, _ops.list_page, self._st, self._load_checkpoint, query, *request)
+            page = self._run(
+                False, _ops.list_page, self._st, self._load_checkpoint, query, *request
+            )
             pages.advance(page)
             for rec in page:
                 yield self._to_tuple(rec)
@@ -585,7 +598,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        rec = await self._arun(False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config))
+        rec = await self._arun(
+            False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config)
+        )
         return self._to_tuple(rec) if rec is not None else None
 
     async def alist(
@@ -600,7 +615,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = await self._arun(False, _ops.list_page, self._st, self._load_checkpoint, query, *request)
+            page = await self._arun(
+                False, _ops.list_page, self._st, self._load_checkpoint, query, *request
+            )
             pages.advance(page)
             for rec in page:
                 yield self._to_tuple(rec)
@@ -669,7 +686,9 @@ class _Pages:
         return self.cursor, size
 
     def advance(self, page: list[_ops.CheckpointRecord]) -> None:
-        requested = LIST_PAGE_SIZE if self.remaining is None else min(LIST_PAGE_SIZE, self.remaining)
+        requested = (
+            LIST_PAGE_SIZE if self.remaining is None else min(LIST_PAGE_SIZE, self.remaining)
+        )
         if self.remaining is not None:
             self.remaining -= len(page)
         if len(page) < requested or self.remaining == 0:

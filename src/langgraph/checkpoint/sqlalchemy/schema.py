@@ -25,6 +25,8 @@ the two on every dialect.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     Column,
@@ -70,7 +72,7 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: whose plain BLOB stops at 64 kB.
 BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
 #: Metadata documents: JSON, JSONB on PostgreSQL (indexable, key order free).
-JSON_DOCUMENT: TypeEngine[object] = JSON().with_variant(postgresql.JSONB(), "postgresql")
+JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 metadata = MetaData()
 

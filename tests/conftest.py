@@ -1,0 +1,126 @@
+"""Backends for every test: one test body, many databases, sync and async.
+
+The ``saver`` fixture is parametrised over SQLite file, SQLite ``:memory:`` and
+PostgreSQL, each through the sync and the async methods (the ``door`` fixture). Each
+test gets empty tables of its own: a new SQLite file in ``tmp_path``, a new in-memory
+database, or a new PostgreSQL schema inside a database created for this test run and
+dropped at its end, so nothing leaks between tests or runs.
+
+PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database
+to connect to for creating the run's database. Set ``LGSA_TEST_BACKENDS`` to a comma
+list (e.g. ``sqlite-file,postgres``) to run a subset.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+
+from .doors import Door
+
+ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres")
+BACKENDS = tuple(
+    b for b in os.environ.get("LGSA_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
+)
+POSTGRES_ADMIN_URL = os.environ.get(
+    "LGSA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a PostgreSQL database created for this test run (dropped at the end)."""
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"lgsa_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(
+            hide_password=False
+        )
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
+    """``from_conn_string`` arguments for a fresh, empty store on ``backend``."""
+    if backend == "sqlite-file":
+        return {"conn_string": f"sqlite:///{tmp_path / 'checkpoints.sqlite'}"}
+    if backend == "sqlite-memory":
+        return {"conn_string": ":memory:"}
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        return {"conn_string": url, "schema": f"t_{uuid.uuid4().hex[:12]}"}
+    raise ValueError(backend)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Name of the database backend of this test."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def saver_factory(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> AsyncIterator[Any]:
+    """Call it to get a new set-up saver on the test's backend (its own empty store).
+
+    ``factory(shared=True)`` returns a second saver on the same store as the first one
+    (a second process in spirit: own engines, same database).
+    """
+    made: list[SQLAlchemySaver] = []
+    first_args: dict[str, Any] = {}
+
+    def factory(*, shared: bool = False, **kwargs: Any) -> SQLAlchemySaver:
+        nonlocal first_args
+        if shared and made:
+            args = dict(first_args)
+            if backend == "sqlite-memory":
+                # The same in-memory database is reachable through the first saver's
+                # engines only.
+                first = made[0]
+                s = SQLAlchemySaver(first.engine, first.async_engine, schema=first.schema, **kwargs)
+                made.append(s)
+                return s
+        else:
+            args = new_saver_args(backend, request, tmp_path)
+            if not made:
+                first_args = args
+        s = SQLAlchemySaver.from_conn_string(**args, **kwargs)
+        s.setup()
+        made.append(s)
+        return s
+
+    yield factory
+    for s in reversed(made):
+        await s.aclose()  # in the test's event loop, which owns the async connections
+
+
+@pytest.fixture
+def saver(saver_factory: Any) -> SQLAlchemySaver:
+    """A set-up saver with empty tables on the test's backend."""
+    return saver_factory()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=("sync", "async"))
+def mode(request: pytest.FixtureRequest) -> str:
+    """Which door of the saver the test goes through: its sync or its async methods."""
+    return str(request.param)
+
+
+@pytest.fixture
+def door(saver: SQLAlchemySaver, mode: str) -> Door:
+    """The saver seen through its sync or async methods, with one awaitable API."""
+    return Door(saver, mode)

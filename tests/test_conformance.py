@@ -1,0 +1,28 @@
+"""The official conformance suite (langgraph-checkpoint-conformance) on every backend,
+through the async methods and, via an adapter, through the sync methods."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+
+from .doors import SyncMethodsAdapter
+
+
+async def test_conformance(saver_factory: Any, mode: str) -> None:
+    @checkpointer_test(name=f"SQLAlchemySaver-{mode}")
+    async def factory() -> AsyncIterator[Any]:
+        saver = saver_factory()
+        yield saver if mode == "async" else SyncMethodsAdapter(saver)
+
+    report = await validate(factory)
+    failures = {
+        cap: result.failures for cap, result in report.results.items() if result.failures
+    }
+    assert report.passed_all_base(), failures
+    assert report.passed_all(), failures
+    if failures:
+        pytest.fail(str(failures))
