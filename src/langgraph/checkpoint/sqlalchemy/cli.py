@@ -25,6 +25,10 @@ DEFAULT_URL = "sqlite:///checkpoints.sqlite"
 
 
 def _parser() -> argparse.ArgumentParser:
+    # --url/--schema are accepted before or after the command ("upgrade --url URL").
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS, help="database URL or SQLite path")
+    common.add_argument("--schema", default=argparse.SUPPRESS, help="PostgreSQL schema")
     parser = argparse.ArgumentParser(
         prog="langgraph-checkpoint-sqlalchemy",
         description="Manage the checkpoint tables of langgraph-checkpoint-sqlalchemy.",
@@ -32,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--url",
         default=os.environ.get("LANGGRAPH_CHECKPOINT_URL", DEFAULT_URL),
-        help="database URL or SQLite path (default: $LANGGRAPH_CHECKPOINT_URL, else %(default)s)",
+        help="database URL or SQLite path (default: $LANGGRAPH_CHECKPOINT_URL, else "
+        f"{DEFAULT_URL})",
     )
     parser.add_argument(
         "--schema",
@@ -40,11 +45,13 @@ def _parser() -> argparse.ArgumentParser:
         help="PostgreSQL schema of the tables (default: $LANGGRAPH_CHECKPOINT_SCHEMA)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("upgrade", help="migrate the tables up (default: to head)")
+    up = sub.add_parser("upgrade", parents=[common], help="migrate the tables up (to head)")
     up.add_argument("revision", nargs="?", default="head")
-    down = sub.add_parser("downgrade", help="migrate down to REVISION ('base' drops our tables)")
+    down = sub.add_parser(
+        "downgrade", parents=[common], help="migrate down to REVISION ('base' drops our tables)"
+    )
     down.add_argument("revision")
-    cur = sub.add_parser("current", help="print the revision of the database")
+    cur = sub.add_parser("current", parents=[common], help="print the database's revision")
     cur.add_argument("--check", action="store_true", help="exit 1 unless at head")
     return parser
 
