@@ -11,15 +11,13 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql, postgresql
+
+from langgraph.checkpoint.sqlalchemy.schema import BINARY, JSON_DOCUMENT
 
 revision: str = "0001_initial"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-BINARY = sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
-JSON_DOCUMENT = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
 def _schema() -> str | None:
