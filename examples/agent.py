@@ -224,6 +224,7 @@ def show_storage(graph: Graph, saver: BaseCheckpointSaver[Any], *thread_ids: str
         newest = saver.get_tuple(thread(thread_id))
         if newest is None or not checkpoints:
             sys.exit(f"FAILED: nothing stored for {thread_id}")
+        expect(checkpoints[0].config == newest.config, "list() is not newest first")
         sources = Counter(str(c.metadata.get("source")) for c in checkpoints)
         print(f"    thread {thread_id}: {len(checkpoints)} checkpoints {dict(sources)}")
         print(
@@ -257,7 +258,7 @@ def main() -> None:
         return
     run = uuid.uuid4().hex[:8]  # fresh thread ids: re-running never depends on old data
     chat, booking = f"chat-{run}", f"booking-{run}"
-    print(f"Checkpoint database: {DB_URL}")
+    print("Checkpoint database:", re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", DB_URL))
     print("\n(a) conversation memory across processes")
     run_step("turn-1", chat)
     run_step("turn-2", chat)
