@@ -186,7 +186,7 @@ def get_checkpoint(
         return None
     record = CheckpointRecord(row, load(row.type, row.checkpoint))
     keys = [(ch, str(v)) for ch, v in record.checkpoint.get("channel_versions", {}).items()]
-    for chunk in _chunks(keys, st.qb.max_bind_params // 2):
+    for chunk in _chunks(keys, st.qb.in_list_chunk):
         for channel, _version, type_, blob in conn.execute(st.blobs_of, {**params, "keys": chunk}):
             record.values[channel] = (type_, blob)
     record.writes = [
@@ -253,7 +253,7 @@ def list_page(
         for ch, v in r.checkpoint.get("channel_versions", {}).items():
             blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, str(v))] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
-    for chunk in _chunks(list(blob_keys), st.qb.max_bind_params // 4):
+    for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
         for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in, {"keys": chunk}):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
@@ -261,7 +261,7 @@ def list_page(
             hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, str(v)))
             if hit is not None:
                 r.values[ch] = hit
-    for chunk in _chunks(list(by_key), st.qb.max_bind_params // 3):
+    for chunk in _chunks(list(by_key), st.qb.in_list_chunk):
         for w in conn.execute(st.writes_in, {"keys": chunk}):
             by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
                 (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)

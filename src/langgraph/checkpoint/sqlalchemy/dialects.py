@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    case,
     cast,
     event,
     exists,
@@ -195,10 +196,12 @@ def configure_engine(engine: Engine) -> None:
 
 
 def canonical_json(value: Any) -> Any:
-    """Return ``value`` with every dict's keys sorted, recursively.
+    """Check that ``value`` is JSON and return the copy that is stored or compared.
 
-    Metadata is stored in this form so that SQLite and MariaDB, which compare JSON as
-    text, see one spelling of one document.
+    The one rule applied to metadata and metadata filters on every dialect: NUL
+    characters are removed from every string, keys included (LangGraph already strips
+    them from top-level strings; PostgreSQL's JSONB cannot hold them at all). Tuples
+    become lists.
 
     Raises:
         TypeError: A key is not a string, or a value is not JSON (str, int, float, bool,
@@ -207,14 +210,16 @@ def canonical_json(value: Any) -> Any:
     """
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
-        for k in sorted(value, key=_key_order):
+        for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"JSON object keys must be strings, got {type(k).__name__}")
-            out[k] = canonical_json(value[k])
+            out[k.replace("\x00", "")] = canonical_json(v)
         return out
     if isinstance(value, (list, tuple)):
         return [canonical_json(v) for v in value]
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -223,12 +228,29 @@ def canonical_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
-def _key_order(key: object) -> str:
-    return key if isinstance(key, str) else repr(key)
-
-
 def _json_text(value: Any) -> str:
     return json.dumps(canonical_json(value), allow_nan=False)
+
+
+def _json_kind(json_type: Any) -> ColumnElement[Any]:
+    return case((json_type.in_(("integer", "real")), "number"), else_=json_type)
+
+
+def _tree_within(left: Any, right: Any) -> ColumnElement[bool]:
+    """SQLite: every node of json_tree ``left`` has a twin (same path, kind and atom) in
+    json_tree ``right``."""
+    a = left.table_valued("fullkey", "type", "atom").alias()
+    b = right.table_valued("fullkey", "type", "atom").alias()
+    twin = (
+        select(literal(1))
+        .select_from(b)
+        .where(
+            b.c.fullkey == a.c.fullkey,
+            _json_kind(b.c.type) == _json_kind(a.c.type),
+            b.c.atom.is_not_distinct_from(a.c.atom),
+        )
+    )
+    return ~exists(select(literal(1)).select_from(a).where(~exists(twin)))
 
 
 class QueryBuilder:
@@ -255,12 +277,10 @@ class QueryBuilder:
         self.dialect_name = dialect_name
         self._mysql = dialect_name in ("mysql", "mariadb")
 
-    #: Most bound parameters put in one statement (SQLite's historic 999 is the floor;
-    #: SQLite >= 3.32 accepts 32766, PostgreSQL and MySQL 65535).
-    @property
-    def max_bind_params(self) -> int:
-        """Upper bound on bound parameters in one statement for this dialect."""
-        return 30000 if self.dialect_name == "sqlite" else 60000
+    #: Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
+    #: recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
+    #: SQLite caps bound parameters at 32,766. Reads split longer lists into chunks.
+    in_list_chunk = 500
 
     def _insert(self, table: Table) -> Any:
         if self.dialect_name == "sqlite":
@@ -301,12 +321,14 @@ class QueryBuilder:
 
         One semantics on every dialect: the value is compared as JSON, so ``True`` does not
         match ``1``, ``None`` matches an explicit JSON ``null`` only (not a missing key),
-        and dicts and lists match regardless of key order (metadata is stored with sorted
-        keys). ``1`` matches ``1.0``. Key and value are bound parameters; no SQL text is
-        built from them.
+        dicts match regardless of key order, lists element by element, and numbers as
+        numbers (``1`` matches ``1.0``, at any depth). NUL characters are removed from the
+        key and the value, as from stored metadata (:func:`canonical_json`). Key and
+        value are bound parameters; no SQL text is built from them.
 
-        * SQLite: ``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND type ...)``
-          (``json_each`` takes any key, where a JSON path cannot quote every character).
+        * SQLite: ``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND ...)``
+          comparing atoms, or ``json_tree`` node sets for dicts and lists (``json_each``
+          takes any key, where a SQLite JSON path cannot quote every character).
         * PostgreSQL: ``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality).
         * MySQL/MariaDB: ``JSON_EXTRACT`` with a quoted path, compared with
           ``JSON_EQUALS`` (MariaDB) or as JSON (MySQL).
@@ -322,6 +344,7 @@ class QueryBuilder:
         """
         if not isinstance(key, str):
             raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
+        key = key.replace("\x00", "")
         text = _json_text(value)
         if self.dialect_name == "sqlite":
             return self._sqlite_equals(column, key, value, text)
@@ -336,22 +359,25 @@ class QueryBuilder:
 
     @staticmethod
     def _sqlite_equals(column: Any, key: str, value: Any, text: str) -> ColumnElement[bool]:
-        each = func.json_each(column).table_valued("key", "value", "type", "atom")
-        cond: ColumnElement[bool]
-        if value is None:
-            cond = each.c.type == "null"
-        elif value is True:
-            cond = each.c.type == "true"
-        elif value is False:
-            cond = each.c.type == "false"
-        elif isinstance(value, (int, float)):
-            cond = and_(each.c.type.in_(("integer", "real")), each.c.atom == value)
-        elif isinstance(value, str):
-            cond = and_(each.c.type == "text", each.c.atom == value)
+        # The filter value is handed to SQLite as JSON text and parsed by SQLite like the
+        # stored metadata, so both sides hold the same SQL values (a 2**70 integer is a
+        # REAL on both). Scalars: same kind (INTEGER and REAL are one: JSON numbers) and
+        # equal atoms. Dicts and lists: the two json_tree() row sets of (path, kind,
+        # atom) are equal: key order free, list order kept, 1 == 1.0 at any depth.
+        doc = literal(text, Text)
+        member = func.json_each(column).table_valued("key", "value", "type", "atom").alias()
+        if not isinstance(value, (Mapping, list, tuple)):
+            same: ColumnElement[bool] = and_(
+                _json_kind(member.c.type) == _json_kind(func.json_type(doc)),
+                member.c.atom.is_not_distinct_from(func.json_extract(doc, "$")),
+            )
         else:
-            kind = "object" if isinstance(value, Mapping) else "array"
-            cond = and_(each.c.type == kind, each.c.value == func.json(literal(text, Text)))
-        return exists(select(literal(1)).select_from(each).where(each.c.key == key, cond))
+            same = and_(
+                member.c.type == ("object" if isinstance(value, Mapping) else "array"),
+                _tree_within(func.json_tree(member.c.value), func.json_tree(doc)),
+                _tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
+            )
+        return exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
 
     @property
     def transactional_ddl(self) -> bool:
