@@ -8,7 +8,6 @@ sync and the async methods. Checkpoints are built the way LangGraph builds them
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import decimal
 import itertools
