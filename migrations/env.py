@@ -13,7 +13,7 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, MetaData, Table, create_engine, inspect
 from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy.dialects import (
@@ -55,6 +55,17 @@ def _run(connection: Connection) -> None:
         )
         with context.begin_transaction():
             context.run_migrations()
+            _drop_version_table_at_base(connection)
+
+
+def _drop_version_table_at_base(connection: Connection) -> None:
+    # Alembic keeps its version table after "downgrade base"; ours goes too, so that a
+    # database downgraded to base holds no table of this library.
+    migration = context.get_context()
+    if migration.get_current_revision() is None and inspect(connection).has_table(
+        VERSION_TABLE, schema=schema
+    ):
+        Table(VERSION_TABLE, MetaData(), schema=schema).drop(connection)
 
 
 if context.is_offline_mode():

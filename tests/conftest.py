@@ -44,9 +44,7 @@ def postgres_url() -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(
-            hide_password=False
-        )
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -19,9 +19,7 @@ async def test_conformance(saver_factory: Any, mode: str) -> None:
         yield saver if mode == "async" else SyncMethodsAdapter(saver)
 
     report = await validate(factory)
-    failures = {
-        cap: result.failures for cap, result in report.results.items() if result.failures
-    }
+    failures = {cap: result.failures for cap, result in report.results.items() if result.failures}
     assert report.passed_all_base(), failures
     assert report.passed_all(), failures
     if failures:

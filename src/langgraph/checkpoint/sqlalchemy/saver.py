@@ -69,12 +69,28 @@ def _text_id(value: Any, name: str, limit: int, *, required: bool) -> str | None
             f"config['configurable']['{name}'] must be a string (or int/UUID), got "
             f"{type(value).__name__}."
         )
-    text = str(value)
+    text = _check_text(str(value), name)
     if len(text) > limit:
         raise CheckpointConfigError(
             f"config['configurable']['{name}'] is {len(text)} characters long; the limit "
             f"is {limit}. Use a shorter id (for example a hash of it)."
         )
+    return text
+
+
+def _check_text(text: str, name: str) -> str:
+    if "\x00" in text:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] contains a NUL character, which databases "
+            "cannot store in text columns; remove it."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] is not valid Unicode (it holds a lone "
+            "surrogate); pass a proper string."
+        ) from None
     return text
 
 
@@ -85,6 +101,7 @@ def _namespace(value: Any) -> str:
         raise CheckpointConfigError(
             f"config['configurable']['checkpoint_ns'] must be a string, got {type(value).__name__}."
         )
+    _check_text(value, "checkpoint_ns")
     if len(value) > CHECKPOINT_NS_MAX_LENGTH:
         raise CheckpointConfigError(
             f"checkpoint_ns is {len(value)} characters long; the limit is "

@@ -1,0 +1,704 @@
+"""Alembic migrations of the checkpoint tables, on a SQLite file and on PostgreSQL.
+
+Every test gets a store of its own: a new SQLite file in ``tmp_path``, or a new PostgreSQL
+database created for the test (and dropped after it) with a fresh schema name in it. The
+``target`` fixture hands out the URL and the schema (None on SQLite).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import (
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, migrate
+from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
+from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, configure_engine, resolve_urls
+from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
+
+from .conftest import BACKENDS, POSTGRES_ADMIN_URL
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
+OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "writes")
+HEAD = migrate.head_revision()
+TARGET_KINDS = [k for k in ("sqlite-file", "postgres") if k in BACKENDS]
+
+
+# -- fixtures and helpers ----------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """A fresh, empty database: its URL, and the schema to put our tables in."""
+
+    kind: str
+    url: str
+    schema: str | None
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.kind == "postgres"
+
+    def engine(self) -> Engine:
+        engine = create_engine(resolve_urls(self.url).sync, poolclass=NullPool)
+        configure_engine(engine)
+        return engine
+
+
+def _create_database() -> str:
+    name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_database(url: str) -> None:
+    name = make_url(url).database
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture
+def fresh_pg_url() -> Iterator[str]:
+    """URL of a new, empty PostgreSQL database, dropped after the test."""
+    if "postgres" not in BACKENDS:
+        pytest.skip("postgres backend not selected (LGSA_TEST_BACKENDS)")
+    url = _create_database()
+    try:
+        yield url
+    finally:
+        _drop_database(url)
+
+
+@pytest.fixture(params=TARGET_KINDS)
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
+    """A fresh database: SQLite file, or a new PostgreSQL database plus a schema name."""
+    if request.param == "sqlite-file":
+        yield Target("sqlite-file", f"sqlite:///{tmp_path / 'migrations.sqlite'}", None)
+        return
+    url = _create_database()
+    try:
+        yield Target("postgres", url, f"s_{uuid.uuid4().hex[:10]}")
+    finally:
+        _drop_database(url)
+
+
+def _migrate(target: Target, direction: str, revision: str, *, schema: Any = "target") -> None:
+    """Run ``migrate.upgrade``/``downgrade`` in one write transaction, as the CLI does."""
+    schema = target.schema if schema == "target" else schema
+    engine = target.engine()
+    try:
+        with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+            if direction == "up":
+                migrate.upgrade(conn, revision, schema=schema)
+            else:
+                migrate.downgrade(conn, revision, schema=schema)
+    finally:
+        engine.dispose()
+
+
+def _tables(target: Target, schema: Any = "target") -> set[str]:
+    schema = target.schema if schema == "target" else schema
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            insp = inspect(conn)
+            if schema is not None and not insp.has_schema(schema):
+                return set()
+            return set(insp.get_table_names(schema=schema))
+    finally:
+        engine.dispose()
+
+
+def _version_rows(target: Target, schema: Any = "target") -> list[str]:
+    schema = target.schema if schema == "target" else schema
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            table = Table(VERSION_TABLE, MetaData(), autoload_with=conn, schema=schema)
+            return [r[0] for r in conn.execute(select(table.c.version_num))]
+    finally:
+        engine.dispose()
+
+
+def _current(target: Target, schema: Any = "target") -> str | None:
+    schema = target.schema if schema == "target" else schema
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            return migrate.current_revision(conn, schema=schema)
+    finally:
+        engine.dispose()
+
+
+def _env() -> dict[str, str]:
+    """The environment for subprocesses, without our configuration variables."""
+    env = dict(os.environ)
+    for name in ("LANGGRAPH_CHECKPOINT_URL", "LANGGRAPH_CHECKPOINT_SCHEMA"):
+        env.pop(name, None)
+    return env
+
+
+def _run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        args, cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=120
+    )
+
+
+def _cli(
+    command: list[str], target: Target, *, order: str = "documented", schema: bool = True
+) -> list[str]:
+    """``python -m langgraph.checkpoint.sqlalchemy ...`` with ``--url``/``--schema`` placed
+    after the subcommand (the documented form) or before it."""
+    options = ["--url", target.url]
+    if schema and target.schema:
+        options += ["--schema", target.schema]
+    prog = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
+    if order == "documented":
+        return [*prog, *command, *options]
+    return [*prog, *options, *command]
+
+
+def _alembic(*args: str) -> list[str]:
+    return [sys.executable, "-m", "alembic", *args]
+
+
+def _checkpoint_config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+# -- the script directory ----------------------------------------------------------------
+
+
+def test_exactly_one_head() -> None:
+    script = ScriptDirectory.from_config(migrate.alembic_config())
+    heads = script.get_heads()
+    assert len(heads) == 1, heads
+    assert heads[0] == HEAD
+    # One linear history from head down to base, no branch points or merges.
+    revisions = list(script.walk_revisions("base", "heads"))
+    assert revisions, "no migration scripts found"
+    assert revisions[-1].down_revision is None
+    for rev in revisions:
+        assert not rev.is_merge_point, rev.revision
+        assert not rev.is_branch_point, rev.revision
+
+
+def test_script_location_is_repo_migrations() -> None:
+    assert Path(migrate.script_location()).resolve() in {
+        (REPO_ROOT / "migrations").resolve(),
+        (Path(migrate.__file__).resolve().parent / "migrations"),
+    }
+    assert (REPO_ROOT / "alembic.ini").is_file()
+
+
+# -- upgrade / downgrade round trip ------------------------------------------------------
+
+
+async def test_upgrade_downgrade_upgrade(target: Target) -> None:
+    assert _current(target) is None
+
+    _migrate(target, "up", "head")
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target)
+    assert _version_rows(target) == [HEAD]
+    assert _current(target) == HEAD
+
+    _migrate(target, "down", "base")
+    left = _tables(target)
+    assert not (OUR_TABLES | {VERSION_TABLE}) & left, left
+    assert _current(target) is None
+
+    _migrate(target, "up", "head")
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target)
+    assert _version_rows(target) == [HEAD]
+
+    # The re-created tables work.
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        cp = empty_checkpoint()
+        await saver.aput(_checkpoint_config("t"), cp, {"step": 1}, {})
+        got = await saver.aget_tuple(_checkpoint_config("t"))
+        assert got is not None and got.checkpoint["id"] == cp["id"]
+    finally:
+        await saver.aclose()
+
+
+async def test_upgrade_is_idempotent(target: Target) -> None:
+    _migrate(target, "up", "head")
+    _migrate(target, "up", "head")
+    assert _version_rows(target) == [HEAD]
+    _migrate(target, "down", "base")
+    _migrate(target, "down", "base")
+    assert not OUR_TABLES & _tables(target)
+    assert _current(target) is None
+
+
+# -- the Core model is what the migrations build -----------------------------------------
+
+
+async def test_core_model_matches_migrated_database(target: Target) -> None:
+    _migrate(target, "up", "head")
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            opts: dict[str, Any] = {
+                "version_table": VERSION_TABLE,
+                "version_table_schema": target.schema,
+                "compare_type": True,
+                "compare_server_default": True,
+            }
+            md = lgsa_schema.metadata
+            if target.schema is not None:
+                md = MetaData()
+                for table in lgsa_schema.metadata.tables.values():
+                    table.to_metadata(md, schema=target.schema)
+                wanted_schema = target.schema
+
+                def include_name(name: str | None, type_: str, parents: Any) -> bool:
+                    if type_ == "schema":
+                        return name == wanted_schema
+                    return not (type_ == "table" and name == VERSION_TABLE)
+
+                opts["include_schemas"] = True
+            else:
+
+                def include_name(name: str | None, type_: str, parents: Any) -> bool:
+                    return not (type_ == "table" and name == VERSION_TABLE)
+
+            opts["include_name"] = include_name
+            ctx = MigrationContext.configure(conn, opts=opts)
+            diff = compare_metadata(ctx, md)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+# -- living beside the official savers and an application's own Alembic ------------------
+
+
+def _official_metadata(schema: str | None) -> MetaData:
+    md = MetaData(schema=schema)
+    Table(
+        "checkpoints",
+        md,
+        Column("thread_id", String(100), primary_key=True),
+        Column("checkpoint_id", String(100), primary_key=True),
+        Column("data", String(100)),
+    )
+    Table(
+        "checkpoint_blobs",
+        md,
+        Column("thread_id", String(100), primary_key=True),
+        Column("channel", String(100), primary_key=True),
+        Column("data", String(100)),
+    )
+    Table(
+        "checkpoint_writes",
+        md,
+        Column("thread_id", String(100), primary_key=True),
+        Column("idx", Integer, primary_key=True),
+        Column("data", String(100)),
+    )
+    Table(
+        "writes",
+        md,
+        Column("thread_id", String(100), primary_key=True),
+        Column("idx", Integer, primary_key=True),
+        Column("data", String(100)),
+    )
+    Table("alembic_version", md, Column("version_num", String(32), primary_key=True))
+    return md
+
+
+def _snapshot_foreign(target: Target, md: MetaData) -> dict[str, list[tuple[Any, ...]]]:
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            return {
+                name: sorted(tuple(r) for r in conn.execute(select(table)))
+                for name, table in ((t.name, t) for t in md.sorted_tables)
+            }
+    finally:
+        engine.dispose()
+
+
+async def test_coexists_with_official_tables_and_app_alembic(target: Target) -> None:
+    md = _official_metadata(target.schema)
+    engine = target.engine()
+    try:
+        with engine.begin() as conn:
+            if target.schema:
+                conn.execute(text(f'CREATE SCHEMA "{target.schema}"'))
+            md.create_all(conn)
+            tables = md.tables
+            prefix = f"{target.schema}." if target.schema else ""
+            conn.execute(tables[f"{prefix}alembic_version"].insert(), {"version_num": "app_rev_1"})
+            for name in OFFICIAL_TABLES:
+                table = tables[f"{prefix}{name}"]
+                row = {c.name: (1 if isinstance(c.type, Integer) else f"{name}-v") for c in table.c}
+                conn.execute(table.insert(), row)
+    finally:
+        engine.dispose()
+    before = _snapshot_foreign(target, md)
+    assert before["alembic_version"] == [("app_rev_1",)]
+
+    def app_revision() -> str | None:
+        eng = target.engine()
+        try:
+            with eng.connect() as conn:
+                ctx = MigrationContext.configure(conn, opts={"version_table_schema": target.schema})
+                return ctx.get_current_revision()
+        finally:
+            eng.dispose()
+
+    _migrate(target, "up", "head")
+    names = _tables(target)
+    assert set(OFFICIAL_TABLES) | {"alembic_version"} <= names
+    assert OUR_TABLES | {VERSION_TABLE} <= names
+    assert _snapshot_foreign(target, md) == before
+    assert _version_rows(target) == [HEAD]
+    assert app_revision() == "app_rev_1"
+
+    # Our saver works next to them and does not write into them.
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        await saver.aput(_checkpoint_config("t"), empty_checkpoint(), {}, {})
+        assert await saver.aget_tuple(_checkpoint_config("t")) is not None
+    finally:
+        await saver.aclose()
+    assert _snapshot_foreign(target, md) == before
+
+    _migrate(target, "down", "base")
+    names = _tables(target)
+    assert set(OFFICIAL_TABLES) | {"alembic_version"} <= names
+    assert not OUR_TABLES & names
+    assert _current(target) is None
+    assert _snapshot_foreign(target, md) == before
+    assert app_revision() == "app_rev_1"
+
+
+# -- setup() / asetup() ------------------------------------------------------------------
+
+
+async def test_setup_twice_is_a_noop(target: Target) -> None:
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        saver.setup()
+        tables = _tables(target)
+        assert OUR_TABLES | {VERSION_TABLE} <= tables
+        stored = saver.put(_checkpoint_config("t"), empty_checkpoint(), {"step": 3}, {})
+        saver.setup()
+        assert _tables(target) == tables
+        assert _version_rows(target) == [HEAD]
+        got = saver.get_tuple(stored)
+        assert got is not None and got.metadata["step"] == 3
+    finally:
+        saver.close()
+
+
+async def test_asetup(target: Target) -> None:
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        await saver.asetup()
+        assert OUR_TABLES | {VERSION_TABLE} <= _tables(target)
+        assert _version_rows(target) == [HEAD]
+        stored = await saver.aput(_checkpoint_config("t"), empty_checkpoint(), {"step": 1}, {})
+        await saver.asetup()
+        assert _version_rows(target) == [HEAD]
+        got = await saver.aget_tuple(stored)
+        assert got is not None and got.metadata["step"] == 1
+        # The sync door sees what the async setup created.
+        assert saver.get_tuple(stored) is not None
+    finally:
+        await saver.aclose()
+
+
+# -- the command line --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["documented", "options-first"])
+def test_cli_upgrade_then_current_check(target: Target, order: str, tmp_path: Path) -> None:
+    up = _run(_cli(["upgrade"], target, order=order), cwd=tmp_path)
+    assert up.returncode == 0, up.stderr
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target)
+    assert _version_rows(target) == [HEAD]
+
+    check = _run(_cli(["current", "--check"], target, order=order), cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert HEAD in check.stdout
+    if order != "documented":
+        return
+
+    down = _run(_cli(["downgrade", "base"], target, order=order), cwd=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert not OUR_TABLES & _tables(target)
+    behind = _run(_cli(["current", "--check"], target, order=order), cwd=tmp_path)
+    assert behind.returncode == 1, behind.stderr
+
+
+def test_cli_current_check_on_empty_database(target: Target, tmp_path: Path) -> None:
+    result = _run(_cli(["current", "--check"], target), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "none" in result.stdout
+    # Checking does not migrate.
+    assert not (OUR_TABLES | {VERSION_TABLE}) & _tables(target)
+    plain = _run(_cli(["current"], target), cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+
+
+BAD_USAGE = [
+    [],
+    ["--url", "URL"],
+    ["--url", "URL", "frobnicate"],
+    ["--url", "URL", "downgrade"],
+    ["--url", "URL", "upgrade", "head", "extra"],
+    ["--url", "URL", "current", "--bogus"],
+    ["--no-such-option", "current"],
+    ["current", "--url"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_USAGE, ids=lambda a: " ".join(a) or "nothing")
+def test_cli_bad_usage_returns_2_in_process(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'usage.sqlite'}"
+    with pytest.raises(SystemExit) as exc:
+        cli.main([url if a == "URL" else a for a in argv])
+    assert exc.value.code == 2
+    assert "usage" in capsys.readouterr().err.lower()
+    assert not (tmp_path / "usage.sqlite").exists()
+
+
+def test_cli_bad_usage_exits_2(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'usage.sqlite'}"
+    prog = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
+    cases = [["--url", url], ["frobnicate", "--url", url], ["--no-such-option", "current"]]
+    procs = [
+        subprocess.Popen(
+            [*prog, *argv],
+            cwd=tmp_path,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in cases
+    ]
+    results = [
+        (argv, p.wait(timeout=120), *p.communicate()) for argv, p in zip(cases, procs, strict=True)
+    ]
+    for argv, rc, out, err in results:
+        assert rc == 2, (argv, out, err)
+        assert "usage" in err.lower(), (argv, err)
+    assert not (tmp_path / "usage.sqlite").exists()
+    assert not (tmp_path / "checkpoints.sqlite").exists()
+
+
+# -- alembic's own command line from the repository root ---------------------------------
+
+
+def test_alembic_cli_with_x_url(target: Target) -> None:
+    up = _run(_alembic("-x", f"url={target.url}", "upgrade", "head"), cwd=REPO_ROOT)
+    assert up.returncode == 0, up.stderr
+    # No schema given: the database's default schema.
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target, schema=None)
+    assert _version_rows(target, schema=None) == [HEAD]
+
+    down = _run(_alembic("-x", f"url={target.url}", "downgrade", "base"), cwd=REPO_ROOT)
+    assert down.returncode == 0, down.stderr
+    assert not OUR_TABLES & _tables(target, schema=None)
+    assert _current(target, schema=None) is None
+    assert not (REPO_ROOT / "checkpoints.sqlite").exists()
+
+
+def test_alembic_cli_with_env_url(target: Target) -> None:
+    env = {**_env(), "LANGGRAPH_CHECKPOINT_URL": target.url}
+    up = _run(_alembic("upgrade", "head"), cwd=REPO_ROOT, env=env)
+    assert up.returncode == 0, up.stderr
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target, schema=None)
+    assert _version_rows(target, schema=None) == [HEAD]
+
+    down = _run(_alembic("downgrade", "base"), cwd=REPO_ROOT, env=env)
+    assert down.returncode == 0, down.stderr
+    assert not OUR_TABLES & _tables(target, schema=None)
+    assert _current(target, schema=None) is None
+    assert not (REPO_ROOT / "checkpoints.sqlite").exists()
+
+
+def test_alembic_cli_with_x_schema(fresh_pg_url: str) -> None:
+    target = Target("postgres", fresh_pg_url, "xschema")
+    args = ["-x", f"url={fresh_pg_url}", "-x", "schema=xschema"]
+    up = _run(_alembic(*args, "upgrade", "head"), cwd=REPO_ROOT)
+    assert up.returncode == 0, up.stderr
+    assert _tables(target) == OUR_TABLES | {VERSION_TABLE}
+    assert _version_rows(target) == [HEAD]
+    assert _tables(target, schema="public") == set()
+
+    down = _run(_alembic(*args, "downgrade", "base"), cwd=REPO_ROOT)
+    assert down.returncode == 0, down.stderr
+    assert not OUR_TABLES & _tables(target)
+    assert _current(target) is None
+    assert _tables(target, schema="public") == set()
+
+
+# -- concurrent migrations ---------------------------------------------------------------
+
+_RACER = """
+import os, sys, time
+from langgraph.checkpoint.sqlalchemy.cli import main
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+deadline = time.monotonic() + 60
+while not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.002)
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def _race_upgrades(target: Target, tmp_path: Path, workers: int = 4) -> None:
+    """Start ``workers`` CLI upgrades, wait until all have imported, release them at once."""
+    run = tmp_path / f"race-{uuid.uuid4().hex[:8]}"
+    run.mkdir()
+    go = run / "go"
+    argv = ["upgrade", "--url", target.url]
+    if target.schema:
+        argv += ["--schema", target.schema]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(run / f"ready-{i}"), str(go), *argv],
+            cwd=run,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(workers)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(run.glob("ready-*"))) < workers and time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.01)
+        go.touch()
+        results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for rc, _out, err in results:
+        assert rc == 0, err
+
+
+def test_concurrent_upgrades_on_empty_database(target: Target, tmp_path: Path) -> None:
+    """Four processes upgrade one empty database at once (default schema)."""
+    target = Target(target.kind, target.url, None)
+    _race_upgrades(target, tmp_path)
+    assert OUR_TABLES | {VERSION_TABLE} <= _tables(target)
+    assert _version_rows(target) == [HEAD]
+    assert _current(target) == HEAD
+
+
+def test_concurrent_upgrades_into_new_postgres_schema(fresh_pg_url: str, tmp_path: Path) -> None:
+    """Four processes create the same schema and migrate it at once."""
+    target = Target("postgres", fresh_pg_url, "raced")
+    _race_upgrades(target, tmp_path)
+    assert _tables(target) == OUR_TABLES | {VERSION_TABLE}
+    assert _version_rows(target) == [HEAD]
+    assert _tables(target, schema="public") == set()
+
+
+# -- the PostgreSQL schema= option of the saver ------------------------------------------
+
+
+async def test_saver_schema_option_on_postgres(fresh_pg_url: str) -> None:
+    s1 = SQLAlchemySaver.from_conn_string(fresh_pg_url, schema="s1")
+    s2 = SQLAlchemySaver.from_conn_string(fresh_pg_url, schema="s2")
+    pg = Target("postgres", fresh_pg_url, None)
+    try:
+        s1.setup()
+        assert _tables(pg, schema="s1") == OUR_TABLES | {VERSION_TABLE}
+        assert _version_rows(pg, schema="s1") == [HEAD]
+        assert _tables(pg, schema="public") == set()
+        assert _tables(pg, schema="s2") == set()
+
+        await s2.asetup()
+        assert _tables(pg, schema="s2") == OUR_TABLES | {VERSION_TABLE}
+        assert _tables(pg, schema="public") == set()
+
+        cp1 = empty_checkpoint()
+        cp1["channel_values"] = {"who": "s1"}
+        cp1["channel_versions"] = {"who": s1.get_next_version(None, None)}
+        stored1 = s1.put(
+            _checkpoint_config("shared"), cp1, {"schema": "s1"}, cp1["channel_versions"]
+        )
+        s1.put(_checkpoint_config("only-s1"), empty_checkpoint(), {}, {})
+
+        cp2 = empty_checkpoint()
+        cp2["channel_values"] = {"who": "s2"}
+        cp2["channel_versions"] = {"who": s2.get_next_version(None, None)}
+        stored2 = await s2.aput(
+            _checkpoint_config("shared"), cp2, {"schema": "s2"}, cp2["channel_versions"]
+        )
+
+        got1 = s1.get_tuple(_checkpoint_config("shared"))
+        got2 = await s2.aget_tuple(_checkpoint_config("shared"))
+        assert got1 is not None and got2 is not None
+        assert got1.config == stored1 and got2.config == stored2
+        assert got1.checkpoint["channel_values"] == {"who": "s1"}
+        assert got2.checkpoint["channel_values"] == {"who": "s2"}
+        assert got1.metadata["schema"] == "s1" and got2.metadata["schema"] == "s2"
+
+        assert s2.get_tuple(_checkpoint_config("only-s1")) is None
+        assert await s2.aget_tuple(_checkpoint_config("only-s1")) is None
+        assert {t.config["configurable"]["thread_id"] for t in s1.list(None)} == {
+            "shared",
+            "only-s1",
+        }
+        assert [t.config["configurable"]["thread_id"] async for t in s2.alist(None)] == ["shared"]
+
+        s2.delete_thread("shared")
+        assert s2.get_tuple(_checkpoint_config("shared")) is None
+        assert s1.get_tuple(_checkpoint_config("shared")) is not None
+
+        # Nothing ever landed in public.
+        assert _tables(pg, schema="public") == set()
+    finally:
+        await s1.aclose()
+        await s2.aclose()
