@@ -43,6 +43,7 @@ def upgrade() -> None:
             sa.Column("type", sa.String(64), nullable=False),
             sa.Column("checkpoint", BINARY, nullable=False),
             sa.Column("metadata", JSON_DOCUMENT, nullable=False),
+            sa.Column("value_versions", JSON_DOCUMENT, nullable=False),
             sa.PrimaryKeyConstraint(
                 "thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"
             ),

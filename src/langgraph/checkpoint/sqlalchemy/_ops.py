@@ -12,7 +12,7 @@ SQLAlchemy's compiled-statement cache serves every call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ _CHECKPOINT_COLUMNS = (
     checkpoints.c.type,
     checkpoints.c.checkpoint,
     checkpoints.c.metadata,
+    checkpoints.c.value_versions,
 )
 _WRITE_COLUMNS = (
     writes.c.thread_id,
@@ -55,7 +56,8 @@ class Statements:
     def __init__(self, qb: QueryBuilder) -> None:
         self.qb = qb
         self.put_checkpoint = qb.upsert(
-            checkpoints, ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"]
+            checkpoints,
+            ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata", "value_versions"],
         )
         self.put_blobs = qb.insert_ignore(blobs)
         self.put_writes_first_wins = qb.insert_ignore(writes)
@@ -112,20 +114,14 @@ class CheckpointRecord:
 
     Attributes:
         row: ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,
-            checkpoint, metadata)``.
-        checkpoint: The decoded checkpoint (its ``channel_values`` still empty).
+            checkpoint, metadata, value_versions)``.
         values: ``{channel: (type, blob)}`` of the channels that store a value.
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
     """
 
     row: Any  # a Row of _CHECKPOINT_COLUMNS, read by attribute name
-    checkpoint: dict[str, Any]
     values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
-
-
-Loader = Callable[[str, bytes], dict[str, Any]]
-"""Decodes a stored checkpoint ``(type, bytes)`` into a checkpoint dict."""
 
 
 def put(
@@ -168,14 +164,14 @@ def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
 def get_checkpoint(
     conn: Connection,
     st: Statements,
-    load: Loader,
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> CheckpointRecord | None:
     """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
 
-    Three round trips: the checkpoint row, the blobs of its channel versions, its writes.
+    Three round trips: the checkpoint row, the blobs of the channel values it holds
+    (``value_versions``), its writes.
     """
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id:
@@ -184,8 +180,8 @@ def get_checkpoint(
         row = conn.execute(st.latest, params).first()
     if row is None:
         return None
-    record = CheckpointRecord(row, load(row.type, row.checkpoint))
-    keys = [(ch, str(v)) for ch, v in record.checkpoint.get("channel_versions", {}).items()]
+    record = CheckpointRecord(row)
+    keys = list(row.value_versions.items())
     for chunk in _chunks(keys, st.qb.in_list_chunk):
         for channel, _version, type_, blob in conn.execute(st.blobs_of, {**params, "keys": chunk}):
             record.values[channel] = (type_, blob)
@@ -221,7 +217,6 @@ def _page_select(query: ListQuery, cursor: CheckpointKey | None, size: int) -> S
 def list_page(
     conn: Connection,
     st: Statements,
-    load: Loader,
     query: ListQuery,
     cursor: CheckpointKey | None,
     size: int,
@@ -234,7 +229,6 @@ def list_page(
     Args:
         conn: A connection, released by the caller before the page is yielded.
         st: The saver's statements.
-        load: Decoder of stored checkpoints.
         query: The listing's conditions.
         cursor: ``(thread_id, checkpoint_ns, checkpoint_id)`` of the last checkpoint of
             the previous page, or None for the first page.
@@ -244,21 +238,21 @@ def list_page(
         The page, newest first; fewer than ``size`` records means the listing is done.
     """
     rows = conn.execute(_page_select(query, cursor, size)).all()
-    records = [CheckpointRecord(row, load(row.type, row.checkpoint)) for row in rows]
+    records = [CheckpointRecord(row) for row in rows]
     if not records:
         return records
     by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
     blob_keys: dict[BlobKey, None] = {}
     for r in records:
-        for ch, v in r.checkpoint.get("channel_versions", {}).items():
-            blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, str(v))] = None
+        for ch, v in r.row.value_versions.items():
+            blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
     for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
         for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in, {"keys": chunk}):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
-        for ch, v in r.checkpoint.get("channel_versions", {}).items():
-            hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, str(v)))
+        for ch, v in r.row.value_versions.items():
+            hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
             if hit is not None:
                 r.values[ch] = hit
     for chunk in _chunks(list(by_key), st.qb.in_list_chunk):

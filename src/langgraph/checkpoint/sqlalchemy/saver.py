@@ -338,12 +338,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     # -- encoding and decoding (no database) -------------------------------------------
 
-    def _load_checkpoint(self, type_: str, data: bytes) -> dict[str, Any]:
-        return cast(dict[str, Any], self.serde.loads_typed((type_, data)))
-
     def _to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
         row = rec.row
-        checkpoint = rec.checkpoint
+        checkpoint: dict[str, Any] = self.serde.loads_typed((row.type, row.checkpoint))
         checkpoint["channel_values"] = {
             ch: self.serde.loads_typed((t, b if b is not None else b""))
             for ch, (t, b) in rec.values.items()
@@ -412,6 +409,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             "type": type_,
             "checkpoint": data,
             "metadata": meta,
+            "value_versions": {
+                ch: str(v)
+                for ch, v in checkpoint.get("channel_versions", {}).items()
+                if ch in values
+            },
         }
         return checkpoint_row, blob_rows, _config(thread_id, checkpoint_ns, checkpoint_id)
 
@@ -507,9 +509,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
         """
-        rec = self._run(
-            False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config)
-        )
+        rec = self._run(False, _ops.get_checkpoint, self._st, *_checkpoint_key(config))
         return self._to_tuple(rec) if rec is not None else None
 
     def list(
@@ -543,9 +543,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = self._run(
-                False, _ops.list_page, self._st, self._load_checkpoint, query, *request
-            )
+            page = self._run(False, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
                 yield self._to_tuple(rec)
@@ -615,9 +613,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        rec = await self._arun(
-            False, _ops.get_checkpoint, self._st, self._load_checkpoint, *_checkpoint_key(config)
-        )
+        rec = await self._arun(False, _ops.get_checkpoint, self._st, *_checkpoint_key(config))
         return self._to_tuple(rec) if rec is not None else None
 
     async def alist(
@@ -632,9 +628,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = await self._arun(
-                False, _ops.list_page, self._st, self._load_checkpoint, query, *request
-            )
+            page = await self._arun(False, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
                 yield self._to_tuple(rec)

@@ -7,7 +7,11 @@ application's own tables in one database:
 * ``lgsa_checkpoints``: one row per checkpoint. The checkpoint itself (without its
   channel values) is serialised by the saver's ``serde``; ``metadata`` is JSON (JSONB on
   PostgreSQL) so that ``list(filter=...)`` runs in the database; ``run_id`` is promoted
-  out of the metadata into an indexed column.
+  out of the metadata into an indexed column; ``value_versions`` is the JSON object
+  ``{channel: version}`` of the channels whose value this checkpoint holds (the keys of
+  its ``channel_values``): what a delta-history walk reads to know where a channel is
+  seeded, and what blob clean-up reads to know which blobs are still referenced,
+  without decoding any checkpoint.
 * ``lgsa_checkpoint_blobs``: channel values keyed by ``(thread_id, checkpoint_ns, channel,
   version)``. A channel whose version did not change between two checkpoints is stored
   once and referenced by both.
@@ -92,6 +96,7 @@ checkpoints = Table(
     Column("type", String(64), nullable=False),
     Column("checkpoint", BINARY, nullable=False),
     Column("metadata", JSON_DOCUMENT, nullable=False),
+    Column("value_versions", JSON_DOCUMENT, nullable=False),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
