@@ -50,6 +50,18 @@ class Door:
     async def delete_thread(self, thread_id: str) -> None:
         await self.call("delete_thread", thread_id)
 
+    async def prune(self, thread_ids: Any, **kwargs: Any) -> None:
+        await self.call("prune", thread_ids, **kwargs)
+
+    async def copy_thread(self, source: str, target: str) -> None:
+        await self.call("copy_thread", source, target)
+
+    async def delete_for_runs(self, run_ids: Any) -> None:
+        await self.call("delete_for_runs", run_ids)
+
+    async def get_delta_channel_history(self, *, config: RunnableConfig, channels: Any) -> Any:
+        return await self.call("get_delta_channel_history", config=config, channels=channels)
+
     async def setup(self) -> None:
         await self.call("setup")
 
@@ -105,3 +117,17 @@ class SyncMethodsAdapter(BaseCheckpointSaver[str]):
 
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self.inner.get_next_version(current, channel)
+
+    async def adelete_for_runs(self, run_ids: Any) -> None:
+        await asyncio.to_thread(self.inner.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.inner.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.inner.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Any) -> Any:
+        return await asyncio.to_thread(
+            lambda: self.inner.get_delta_channel_history(config=config, channels=channels)
+        )

@@ -12,7 +12,12 @@ with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
 from __future__ import annotations
 
 from .dialects import UnsupportedDialectError
-from .errors import CheckpointConfigError, CheckpointMetadataError, SchemaOutOfDateError
+from .errors import (
+    CheckpointConfigError,
+    CheckpointMetadataError,
+    SchemaOutOfDateError,
+    ThreadNotEmptyError,
+)
 from .saver import SQLAlchemySaver
 
 __all__ = [
@@ -20,5 +25,6 @@ __all__ = [
     "CheckpointMetadataError",
     "SQLAlchemySaver",
     "SchemaOutOfDateError",
+    "ThreadNotEmptyError",
     "UnsupportedDialectError",
 ]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     Connection,
     Engine,
     Table,
@@ -253,6 +254,12 @@ def _json_text(value: Any) -> str:
     return json.dumps(canonical_json(value), allow_nan=False)
 
 
+def _mysql_path(key: str) -> str:
+    """MySQL/MariaDB JSON path of a top-level key: ``$."key"`` with ``\\`` and ``"``
+    escaped."""
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _json_kind(json_type: Any) -> ColumnElement[Any]:
     return case((json_type.in_(("integer", "real")), "number"), else_=json_type)
 
@@ -372,8 +379,7 @@ class QueryBuilder:
         if self.dialect_name == "postgresql":
             member: ColumnElement[Any] = column.op("->")(literal(key, Text))
             return member == cast(literal(text, Text), postgresql.JSONB)
-        path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        extracted = func.json_extract(column, literal(path, Text))
+        extracted = func.json_extract(column, literal(_mysql_path(key), Text))
         if self.dialect_name == "mariadb":
             return func.json_equals(extracted, literal(text, Text)) == 1
         return extracted == cast(literal(text, Text), mysql.JSON)
@@ -399,6 +405,21 @@ class QueryBuilder:
                 _tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
             )
         return exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
+
+    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+        """Condition: the JSON object in ``column`` has the top-level key ``key``.
+
+        SQLite: ``EXISTS (SELECT 1 FROM json_each(column) WHERE key = ?)``; PostgreSQL:
+        the JSONB ``?`` operator; MySQL/MariaDB: ``JSON_CONTAINS_PATH`` with a quoted path.
+        The key is a bound parameter.
+        """
+        if self.dialect_name == "sqlite":
+            member = func.json_each(column).table_valued("key").alias()
+            return exists(select(literal(1)).select_from(member).where(member.c.key == key))
+        if self.dialect_name == "postgresql":
+            has: ColumnElement[bool] = column.op("?", return_type=Boolean)(literal(key, Text))
+            return has
+        return func.json_contains_path(column, "one", literal(_mysql_path(key), Text)) == 1
 
     @property
     def transactional_ddl(self) -> bool:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["CheckpointConfigError", "CheckpointMetadataError", "SchemaOutOfDateError"]
+__all__ = [
+    "CheckpointConfigError",
+    "CheckpointMetadataError",
+    "SchemaOutOfDateError",
+    "ThreadNotEmptyError",
+]
 
 
 class CheckpointConfigError(ValueError):
@@ -28,4 +33,12 @@ class SchemaOutOfDateError(RuntimeError):
 
     Run ``saver.setup()`` (or ``python -m langgraph.checkpoint.sqlalchemy upgrade --url
     URL``, or ``alembic upgrade head``) to migrate it.
+    """
+
+
+class ThreadNotEmptyError(ValueError):
+    """``copy_thread`` onto a thread that already has checkpoints.
+
+    Copying would mix two histories under one thread id. Delete the target thread first
+    (``delete_thread``) or copy to a new thread id. Nothing was written.
     """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, TypeVar, cast
 
@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
@@ -32,12 +33,13 @@ from typing_extensions import ParamSpec, Self
 
 from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _ops, migrate
+from . import _history, _maintenance, _ops, migrate
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
-from .errors import CheckpointConfigError, CheckpointMetadataError
+from .errors import CheckpointConfigError, CheckpointMetadataError, ThreadNotEmptyError
 from .schema import (
     CHANNEL_MAX_LENGTH,
     CHECKPOINT_NS_MAX_LENGTH,
@@ -50,6 +52,9 @@ __all__ = ["SQLAlchemySaver"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+_PrunePlan = list[tuple[Callable[..., None], tuple[Any, ...]]]
+"""Transactions of a prune: ``(op, args)`` each run as ``op(conn, *args)``."""
 
 #: Checkpoints fetched per round trip while ``list()`` iterates; no connection is held
 #: between pages, so the caller may use the saver inside the loop.
@@ -609,6 +614,81 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
         self._run(True, _ops.delete_thread, self._st, cast(str, key))
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints whose ``metadata["run_id"]`` is listed, and their writes.
+
+        Uses the indexed ``run_id`` column; blobs that no remaining checkpoint of the
+        affected threads holds are removed too. One transaction. Deleting a run whose
+        writes or snapshot a later DeltaChannel checkpoint still needs breaks that
+        checkpoint's history (LangGraph contract note on ``delete_for_runs``).
+
+        Args:
+            run_ids: Run ids; an empty list does nothing.
+
+        Raises:
+            TypeError: ``run_ids`` is a bare string.
+        """
+        ids = _id_list(run_ids, "run_ids")
+        if ids:
+            self._run(True, _maintenance.delete_for_runs, ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
+        ``task_path``), in every namespace, in one transaction. The source is untouched.
+
+        Raises:
+            ThreadNotEmptyError: The target thread already has checkpoints.
+            CheckpointConfigError: A thread id of the wrong type or length.
+        """
+        source, target = _thread(source_thread_id), _thread(target_thread_id)
+        self._run(True, _copy_thread, source, target)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads, each in its own transaction.
+
+        ``"delete"`` removes the threads. ``"keep_latest"`` keeps the newest checkpoint of
+        every namespace with its pending writes and, when it holds DeltaChannel channels
+        (``metadata["counters_since_delta_snapshot"]``) without a value, its ancestors and
+        their writes back to the nearest checkpoint storing a value for each of them, so
+        that it can still be resumed. Blobs no kept checkpoint holds are removed.
+
+        Args:
+            thread_ids: Thread ids; an empty list does nothing.
+            strategy: ``"keep_latest"`` (default) or ``"delete"``.
+
+        Raises:
+            TypeError: ``thread_ids`` is a bare string.
+            ValueError: Unknown strategy.
+        """
+        for op, args in self._prune_plan(thread_ids, strategy):
+            self._run(True, op, *args)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seed of DeltaChannel channels along the parent chain of a checkpoint.
+
+        Two statements whatever the thread's length: a recursive CTE walks
+        ``parent_checkpoint_id`` from the target's parent upwards until every channel has
+        met an ancestor that stores a value for it (its seed), then one ``UNION ALL``
+        fetches each channel's writes on its own chain and its seed. The result follows
+        the LangGraph contract: the target's own writes excluded, writes oldest
+        checkpoint first and by ``writes_sort_key`` within one, no ``seed`` when the
+        walk reached the root, ``{}`` for no channels.
+
+        Args:
+            config: The target checkpoint (latest of the namespace without an id).
+            channels: Channel names.
+
+        Returns:
+            ``{channel: {"writes": [(task_id, channel, value)], "seed"?: value}}``.
+        """
+        if not channels:
+            return {}
+        key = _checkpoint_key(config)
+        raw = self._run(False, _delta_history, self._st, *key, list(channels))
+        return self._histories(raw, channels)
+
     # -- the saver contract: async -------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -662,6 +742,79 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
         await self._arun(True, _ops.delete_thread, self._st, cast(str, key))
 
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        ids = _id_list(run_ids, "run_ids")
+        if ids:
+            await self._arun(True, _maintenance.delete_for_runs, ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        source, target = _thread(source_thread_id), _thread(target_thread_id)
+        await self._arun(True, _copy_thread, source, target)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        for op, args in self._prune_plan(thread_ids, strategy):
+            await self._arun(True, op, *args)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history`."""
+        if not channels:
+            return {}
+        key = _checkpoint_key(config)
+        raw = await self._arun(False, _delta_history, self._st, *key, list(channels))
+        return self._histories(raw, channels)
+
+    # -- operator methods: planning and decoding (no database) -----------------------------
+
+    def _prune_plan(
+        self, thread_ids: Sequence[str], strategy: str
+    ) -> _PrunePlan:
+        threads = [_thread(t) for t in _id_list(thread_ids, "thread_ids")]
+        if strategy == "delete":
+            return [(_maintenance.delete_threads, (self._st, [t])) for t in threads]
+        if strategy == "keep_latest":
+            return [
+                (_maintenance.prune_keep_latest, (self._st, t, self._pending_delta_channels))
+                for t in threads
+            ]
+        raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+
+    def _pending_delta_channels(self, row: Any) -> Sequence[str]:
+        """DeltaChannel channels a checkpoint row versions but holds no value for: the
+        ones LangGraph rebuilds from history. DeltaChannels leave their update counters
+        in ``metadata["counters_since_delta_snapshot"]``."""
+        counters = (row.metadata or {}).get("counters_since_delta_snapshot") or {}
+        missing = [ch for ch in counters if ch not in row.value_versions]
+        if not missing:
+            return []
+        checkpoint = self.serde.loads_typed((row.type, row.checkpoint))
+        versions = checkpoint.get("channel_versions", {})
+        return [ch for ch in missing if ch in versions]
+
+    def _histories(
+        self, raw: dict[str, _history.ChannelHistory], channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            history = raw[ch]
+            # Oldest checkpoint first (deepest), then writes_sort_key within one.
+            history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
+            entry: DeltaChannelHistory = {
+                "writes": [
+                    (task_id, ch, self.serde.loads_typed((t, b if b is not None else b"")))
+                    for _depth, _path, task_id, _idx, t, b in history.writes
+                ]
+            }
+            if history.seed is not None:
+                t, b = history.seed
+                entry["seed"] = self.serde.loads_typed((t, b if b is not None else b""))
+            result[ch] = entry
+        return result
+
     # -- versions ------------------------------------------------------------------------
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -678,6 +831,40 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
+
+
+def _thread(value: Any) -> str:
+    return cast(str, _text_id(value, "thread_id", THREAD_ID_MAX_LENGTH, required=True))
+
+
+def _id_list(values: Sequence[str], name: str) -> list[str]:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a list of ids, not a single string: use [{values!r}]")
+    return [str(v) for v in values]
+
+
+def _copy_thread(conn: Connection, source: str, target: str) -> None:
+    try:
+        with conn.begin_nested():
+            _maintenance.copy_thread(conn, source, target)
+    except IntegrityError as e:
+        # Another writer created the target meanwhile: the same refusal, nothing copied.
+        raise ThreadNotEmptyError(
+            f"copy_thread: thread {target!r} already has rows; delete it first or copy to "
+            "a new thread id."
+        ) from e
+
+
+def _delta_history(
+    conn: Connection,
+    st: _ops.Statements,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+    channels: list[str],
+) -> dict[str, _history.ChannelHistory]:
+    walked = _history.chain(conn, st, thread_id, checkpoint_ns, checkpoint_id, channels)
+    return _history.fetch(conn, thread_id, checkpoint_ns, walked, channels)
 
 
 class _Pages:

@@ -1,0 +1,247 @@
+"""Delta-channel history: walk the parent chain in SQL, then fetch writes and seeds.
+
+A ``DeltaChannel`` stores its value only every ``snapshot_frequency`` updates; in between,
+LangGraph rebuilds it from the writes of the ancestors back to the nearest checkpoint
+that stores a value (the seed). Two stages, each one statement (stage 2 more only when
+its bound-parameter lists must be split):
+
+1. :func:`chain`: a recursive CTE that starts at the target's parent and follows
+   ``parent_checkpoint_id`` upwards, reading per row the id, the parent id and
+   ``value_versions`` (the channels that row stores a value for). It stops at the first
+   row where every requested channel has been seeded, or at the root. Parent pointers,
+   not id ranges: ids need not sort in parent order.
+2. :func:`fetch`: one ``UNION ALL`` with, per channel, a branch of its writes on its own
+   chain (the rows up to and including its seed) and a branch of its seed blob.
+
+Like :mod:`._ops`, these are sync functions on a ``Connection``, run directly by the
+sync methods and through ``run_sync`` by the async ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Select,
+    String,
+    Text,
+    case,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    union_all,
+)
+from sqlalchemy.sql import cast as sql_cast
+from sqlalchemy.sql.base import Executable
+
+from ._ops import Statements
+from .schema import blobs, checkpoints, writes
+
+#: Most parameters bound in one stage-2 statement, over all its branches, and most ids
+#: in one IN list (well under SQLite's 32,766 and PostgreSQL's parser stack limits).
+_PARAMS_PER_STATEMENT = 2000
+_IN_LIST = 500
+
+
+@dataclass
+class ChainRow:
+    """One checkpoint of the walk: its id, its depth (0 = the target's parent) and
+    ``{channel: version}`` of the values it stores."""
+
+    checkpoint_id: str
+    depth: int
+    value_versions: dict[str, str]
+
+
+@dataclass
+class ChannelHistory:
+    """Raw history of one channel: its writes and its seed, undecoded.
+
+    Attributes:
+        writes: ``(depth, task_path, task_id, idx, type, blob)``, in no order.
+        seed: ``(type, blob)`` of the nearest stored value, or None when the walk
+            reached the root without one.
+    """
+
+    writes: list[tuple[int, str, str, int, str, bytes | None]] = field(default_factory=list)
+    seed: tuple[str, bytes | None] | None = None
+
+
+def chain(
+    conn: Connection,
+    st: Statements,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+    channels: Sequence[str],
+) -> list[ChainRow]:
+    """Stage 1: the ancestors of a checkpoint, nearest first, until every channel is seeded.
+
+    Args:
+        conn: Connection.
+        st: The saver's statements (for its query builder).
+        thread_id: Thread of the target.
+        checkpoint_ns: Namespace of the target.
+        checkpoint_id: The target; None for the latest of the namespace.
+        channels: Channels whose seeds end the walk; empty walks to the root.
+
+    Returns:
+        The chain from the target's parent upwards; empty when the target does not
+        exist or is a root.
+    """
+    c = checkpoints
+    same = (c.c.thread_id == thread_id, c.c.checkpoint_ns == checkpoint_ns)
+    target = select(c.c.parent_checkpoint_id).where(*same)
+    if checkpoint_id:
+        target = target.where(c.c.checkpoint_id == checkpoint_id)
+    else:
+        target = target.order_by(c.c.checkpoint_id.desc()).limit(1)
+    qb = st.qb
+    # done_i: channel i has been seeded at this row or a nearer one (0/1 for every SQL).
+    anchor = select(
+        c.c.checkpoint_id,
+        c.c.parent_checkpoint_id,
+        c.c.value_versions,
+        literal(0, Integer).label("depth"),
+        *(
+            case((qb.json_has_key(c.c.value_versions, ch), 1), else_=0).label(f"done_{i}")
+            for i, ch in enumerate(channels)
+        ),
+    ).where(*same, c.c.checkpoint_id == target.scalar_subquery())
+    walk = anchor.cte("lgsa_chain", recursive=True)
+    p = c.alias("lgsa_parent")
+    step = select(
+        p.c.checkpoint_id,
+        p.c.parent_checkpoint_id,
+        p.c.value_versions,
+        walk.c.depth + 1,
+        *(
+            case(
+                (walk.c[f"done_{i}"] == 1, 1),
+                (qb.json_has_key(p.c.value_versions, ch), 1),
+                else_=0,
+            )
+            for i, ch in enumerate(channels)
+        ),
+    ).where(
+        p.c.thread_id == thread_id,
+        p.c.checkpoint_ns == checkpoint_ns,
+        p.c.checkpoint_id == walk.c.parent_checkpoint_id,
+    )
+    if channels:
+        step = step.where(or_(*(walk.c[f"done_{i}"] == 0 for i in range(len(channels)))))
+    walk = walk.union_all(step)
+    rows = conn.execute(
+        select(walk.c.checkpoint_id, walk.c.depth, walk.c.value_versions).order_by(walk.c.depth)
+    ).all()
+    return [ChainRow(r.checkpoint_id, r.depth, r.value_versions or {}) for r in rows]
+
+
+def fetch(
+    conn: Connection,
+    thread_id: str,
+    checkpoint_ns: str,
+    walked: Sequence[ChainRow],
+    channels: Sequence[str],
+) -> dict[str, ChannelHistory]:
+    """Stage 2: each channel's writes along its own chain, and its seed blob.
+
+    Args:
+        conn: Connection.
+        thread_id: Thread.
+        checkpoint_ns: Namespace.
+        walked: The chain from :func:`chain`.
+        channels: The requested channels.
+
+    Returns:
+        ``{channel: ChannelHistory}`` for every requested channel.
+    """
+    depth_of = {row.checkpoint_id: row.depth for row in walked}
+    branches: list[tuple[int, str, list[str], str | None]] = []
+    for i, ch in enumerate(channels):
+        ids: list[str] = []
+        seed_version: str | None = None
+        for row in walked:
+            ids.append(row.checkpoint_id)
+            if ch in row.value_versions:
+                seed_version = row.value_versions[ch]
+                break
+        branches.append((i, ch, ids, seed_version))
+    result = {ch: ChannelHistory() for ch in channels}
+    for stmt in _statements(thread_id, checkpoint_ns, branches):
+        for kind, i, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
+            history = result[channels[i]]
+            if kind == "s":
+                history.seed = (type_, blob)
+            else:
+                history.writes.append(
+                    (depth_of[checkpoint_id], task_path, task_id, idx, type_, blob)
+                )
+    return result
+
+
+def _statements(
+    thread_id: str,
+    checkpoint_ns: str,
+    branches: Sequence[tuple[int, str, list[str], str | None]],
+) -> list[Executable]:
+    """UNION ALL statements of write and seed branches, each within the parameter cap."""
+    parts: list[tuple[Select[Any], int]] = []
+    for i, ch, ids, seed_version in branches:
+        # The branch number and kind are literals made here from our own counter, never
+        # from input: PostgreSQL needs typed columns in a UNION, which bound parameters
+        # would not give.
+        index = literal_column(str(int(i)), Integer)
+        for start in range(0, len(ids), _IN_LIST):
+            chunk = ids[start : start + _IN_LIST]
+            write_rows = select(
+                literal_column("'w'", String).label("kind"),
+                index.label("branch"),
+                writes.c.checkpoint_id,
+                writes.c.task_path,
+                writes.c.task_id,
+                writes.c.idx,
+                writes.c.type,
+                writes.c.blob,
+            ).where(
+                writes.c.thread_id == thread_id,
+                writes.c.checkpoint_ns == checkpoint_ns,
+                writes.c.channel == ch,
+                writes.c.checkpoint_id.in_(chunk),
+            )
+            parts.append((write_rows, len(chunk) + 3))
+        if seed_version is not None:
+            seed_row = select(
+                literal_column("'s'", String),
+                index,
+                sql_cast(null(), String),
+                sql_cast(null(), Text),
+                sql_cast(null(), String),
+                sql_cast(null(), Integer),
+                blobs.c.type,
+                blobs.c.blob,
+            ).where(
+                blobs.c.thread_id == thread_id,
+                blobs.c.checkpoint_ns == checkpoint_ns,
+                blobs.c.channel == ch,
+                blobs.c.version == seed_version,
+            )
+            parts.append((seed_row, 4))
+    statements: list[Executable] = []
+    batch: list[Select[Any]] = []
+    bound = 0
+    for part, weight in parts:
+        if batch and bound + weight > _PARAMS_PER_STATEMENT:
+            statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
+            batch, bound = [], 0
+        batch.append(part)
+        bound += weight
+    if batch:
+        statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
+    return statements

@@ -1,0 +1,177 @@
+"""Operator operations: prune, copy_thread, delete_for_runs, and blob clean-up.
+
+Sync functions on a ``Connection`` inside the caller's transaction, like :mod:`._ops`;
+the saver runs them directly (sync) or through ``run_sync`` (async).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, String, and_, delete, func, insert, literal, select, tuple_
+
+from . import _history
+from ._ops import Statements
+from .errors import ThreadNotEmptyError
+from .schema import blobs, checkpoints, writes
+
+PendingChannels = Callable[[Any], Sequence[str]]
+"""Given a checkpoint row, the channels it versions but holds no value for (DeltaChannel
+channels that must be rebuilt from history). Decodes the checkpoint: pure CPU."""
+
+_CHUNK = 500
+
+
+def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
+    return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+def delete_threads(conn: Connection, st: Statements, thread_ids: Sequence[str]) -> None:
+    """Delete every row of the given threads (``prune(strategy="delete")``)."""
+    for thread_id in thread_ids:
+        for stmt in st.delete_thread:
+            conn.execute(stmt, {"thread_id": thread_id})
+
+
+def prune_keep_latest(
+    conn: Connection, st: Statements, thread_id: str, pending_channels: PendingChannels
+) -> None:
+    """Keep the newest checkpoint of every namespace of a thread and what resuming it needs.
+
+    Kept: the newest checkpoint of each namespace with its pending writes; for a
+    checkpoint whose DeltaChannel values must be rebuilt from history, its ancestors
+    (with their writes) back to the nearest one storing a value for each such channel,
+    or to the root. Everything else of the thread goes, and so do the blobs that no kept
+    checkpoint holds.
+
+    Args:
+        conn: Connection inside the thread's transaction.
+        st: The saver's statements.
+        thread_id: The thread.
+        pending_channels: See :data:`PendingChannels`.
+    """
+    c = checkpoints
+    latest_ids = conn.execute(
+        select(c.c.checkpoint_ns, func.max(c.c.checkpoint_id))
+        .where(c.c.thread_id == thread_id)
+        .group_by(c.c.checkpoint_ns)
+    ).all()
+    keep: dict[str, set[str]] = {}
+    for checkpoint_ns, latest_id in latest_ids:
+        kept = keep.setdefault(checkpoint_ns, {latest_id})
+        row = conn.execute(
+            select(c.c.type, c.c.checkpoint, c.c.metadata, c.c.value_versions).where(
+                c.c.thread_id == thread_id,
+                c.c.checkpoint_ns == checkpoint_ns,
+                c.c.checkpoint_id == latest_id,
+            )
+        ).one()
+        channels = pending_channels(row)
+        if channels:
+            walked = _history.chain(conn, st, thread_id, checkpoint_ns, latest_id, channels)
+            kept.update(r.checkpoint_id for r in walked)
+    for checkpoint_ns, kept_ids in keep.items():
+        ids = sorted(kept_ids)
+        for table in (writes, checkpoints):
+            conn.execute(
+                delete(table).where(
+                    table.c.thread_id == thread_id,
+                    table.c.checkpoint_ns == checkpoint_ns,
+                    *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids)),
+                )
+            )
+    # Writes of namespaces that have no checkpoint at all.
+    conn.execute(
+        delete(writes).where(
+            writes.c.thread_id == thread_id,
+            writes.c.checkpoint_ns.not_in(list(keep)),
+        )
+    )
+    collect_blobs(conn, [thread_id])
+
+
+def collect_blobs(conn: Connection, thread_ids: Sequence[str]) -> None:
+    """Delete the blobs of these threads that no remaining checkpoint holds.
+
+    Reads the threads' blob keys and their checkpoints' ``value_versions`` (no values),
+    then deletes the unreferenced keys in chunks.
+    """
+    for thread_id in thread_ids:
+        held: set[tuple[str, str, str]] = set()
+        for checkpoint_ns, value_versions in conn.execute(
+            select(checkpoints.c.checkpoint_ns, checkpoints.c.value_versions).where(
+                checkpoints.c.thread_id == thread_id
+            )
+        ):
+            held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
+        stored = conn.execute(
+            select(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).where(
+                blobs.c.thread_id == thread_id
+            )
+        ).all()
+        orphans = [tuple(k) for k in stored if tuple(k) not in held]
+        for chunk in _chunks(orphans):
+            conn.execute(
+                delete(blobs).where(
+                    blobs.c.thread_id == thread_id,
+                    tuple_(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(chunk),
+                )
+            )
+
+
+def copy_thread(conn: Connection, source: str, target: str) -> None:
+    """Copy every checkpoint, blob and write of ``source`` to ``target`` in the database.
+
+    ``INSERT ... SELECT`` per table: ids, parents, metadata, ``task_path`` and every
+    namespace are kept; no value passes through Python.
+
+    Raises:
+        ThreadNotEmptyError: ``target`` already has checkpoints (or is ``source``).
+    """
+    taken = conn.execute(
+        select(checkpoints.c.checkpoint_id).where(checkpoints.c.thread_id == target).limit(1)
+    ).first()
+    if taken is not None:
+        raise ThreadNotEmptyError(
+            f"copy_thread: thread {target!r} already has checkpoints; delete it first "
+            "(delete_thread) or copy to a new thread id."
+        )
+    for table in (checkpoints, blobs, writes):
+        columns = [col for col in table.c if col.name != "thread_id"]
+        conn.execute(
+            insert(table).from_select(
+                ["thread_id", *(col.name for col in columns)],
+                select(literal(target, String).label("thread_id"), *columns).where(
+                    table.c.thread_id == source
+                ),
+            )
+        )
+
+
+def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
+    """Delete the checkpoints whose ``run_id`` is listed, their writes, and blobs left
+    unreferenced in their threads. Uses the indexed ``run_id`` column."""
+    c = checkpoints
+    for chunk in _chunks(list(run_ids)):
+        threads = [
+            t
+            for (t,) in conn.execute(select(c.c.thread_id).where(c.c.run_id.in_(chunk)).distinct())
+        ]
+        if not threads:
+            continue
+        doomed = select(c.c.thread_id, c.c.checkpoint_ns, c.c.checkpoint_id).where(
+            c.c.run_id.in_(chunk)
+        )
+        conn.execute(
+            delete(writes).where(
+                and_(
+                    writes.c.thread_id.in_(threads),
+                    tuple_(writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id).in_(
+                        doomed
+                    ),
+                )
+            )
+        )
+        conn.execute(delete(c).where(c.c.run_id.in_(chunk)))
+        collect_blobs(conn, threads)
