@@ -533,7 +533,14 @@ def test_cli_bad_usage_exits_2(tmp_path: Path) -> None:
 # -- alembic's own command line from the repository root ---------------------------------
 
 
+def _default_db_mtime() -> int | None:
+    """mtime of the default SQLite file in the repo root (the example may have made it)."""
+    path = REPO_ROOT / "checkpoints.sqlite"
+    return path.stat().st_mtime_ns if path.exists() else None
+
+
 def test_alembic_cli_with_x_url(target: Target) -> None:
+    before = _default_db_mtime()
     up = _run(_alembic("-x", f"url={target.url}", "upgrade", "head"), cwd=REPO_ROOT)
     assert up.returncode == 0, up.stderr
     # No schema given: the database's default schema.
@@ -544,10 +551,12 @@ def test_alembic_cli_with_x_url(target: Target) -> None:
     assert down.returncode == 0, down.stderr
     assert not OUR_TABLES & _tables(target, schema=None)
     assert _current(target, schema=None) is None
-    assert not (REPO_ROOT / "checkpoints.sqlite").exists()
+    # The URL given was used: the default database was neither created nor touched.
+    assert _default_db_mtime() == before
 
 
 def test_alembic_cli_with_env_url(target: Target) -> None:
+    before = _default_db_mtime()
     env = {**_env(), "LANGGRAPH_CHECKPOINT_URL": target.url}
     up = _run(_alembic("upgrade", "head"), cwd=REPO_ROOT, env=env)
     assert up.returncode == 0, up.stderr
@@ -558,7 +567,8 @@ def test_alembic_cli_with_env_url(target: Target) -> None:
     assert down.returncode == 0, down.stderr
     assert not OUR_TABLES & _tables(target, schema=None)
     assert _current(target, schema=None) is None
-    assert not (REPO_ROOT / "checkpoints.sqlite").exists()
+    # The URL given was used: the default database was neither created nor touched.
+    assert _default_db_mtime() == before
 
 
 def test_alembic_cli_with_x_schema(fresh_pg_url: str) -> None:

@@ -8,6 +8,7 @@ application's own ``alembic_version`` and history stay untouched.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
@@ -19,7 +20,14 @@ from sqlalchemy import Connection
 
 from .schema import VERSION_TABLE
 
-__all__ = ["alembic_config", "current_revision", "downgrade", "head_revision", "upgrade"]
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "known_revisions",
+    "upgrade",
+]
 
 
 def script_location() -> str:
@@ -77,8 +85,18 @@ def current_revision(connection: Connection, *, schema: str | None = None) -> st
     return ctx.get_current_revision()
 
 
+@functools.cache
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
 def head_revision() -> str:
     """The newest revision of the shipped migration scripts."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = _scripts().get_current_head()
     assert head is not None
     return head
+
+
+def known_revisions() -> frozenset[str]:
+    """Every revision of the shipped migration scripts."""
+    return frozenset(script.revision for script in _scripts().walk_revisions())

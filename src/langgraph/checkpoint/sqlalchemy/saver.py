@@ -39,7 +39,12 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _maintenance, _ops, migrate
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
-from .errors import CheckpointConfigError, CheckpointMetadataError, ThreadNotEmptyError
+from .errors import (
+    CheckpointConfigError,
+    CheckpointMetadataError,
+    SchemaOutOfDateError,
+    ThreadNotEmptyError,
+)
 from .schema import (
     CHANNEL_MAX_LENGTH,
     CHECKPOINT_NS_MAX_LENGTH,
@@ -216,6 +221,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
         self._qb = QueryBuilder(engine.dialect.name)
         self._st = _ops.Statements(self._qb)
+        self._schema_checked = False
 
     @classmethod
     def from_conn_string(
@@ -267,11 +273,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         with self._write.begin() as conn:
             migrate.upgrade(conn, schema=self.schema)
+        self._schema_checked = True
 
     async def asetup(self) -> None:
         """Async :meth:`setup`, on the async engine."""
         async with self._awrite.begin() as conn:
             await conn.run_sync(migrate.upgrade, schema=self.schema)
+        self._schema_checked = True
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given)."""
@@ -325,21 +333,40 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     def _run(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
-        if write:
-            with self._write.begin() as conn:
-                return op(conn, *a, **k)
-        with self._read.connect() as conn:
+        with self._write.begin() if write else self._read.connect() as conn:
+            if not self._schema_checked:
+                self._check_schema(conn)
             return op(conn, *a, **k)
 
     async def _arun(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
         conn: AsyncConnection
-        if write:
-            async with self._awrite.begin() as conn:
-                return await conn.run_sync(op, *a, **k)
-        async with self._aread.connect() as conn:
+        async with self._awrite.begin() if write else self._aread.connect() as conn:
+            if not self._schema_checked:
+                await conn.run_sync(self._check_schema)
             return await conn.run_sync(op, *a, **k)
+
+    def _check_schema(self, conn: Connection) -> None:
+        """Once per saver: the database must be at the migration head this library ships,
+        so that a missing ``setup()`` is a clear error rather than raw SQL failing."""
+        current = migrate.current_revision(conn, schema=self.schema)
+        head = migrate.head_revision()
+        if current != head:
+            where = conn.engine.url.render_as_string(hide_password=True)
+            if current is None or current in migrate.known_revisions():
+                raise SchemaOutOfDateError(
+                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
+                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
+                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
+                    "--url URL)."
+                )
+            raise SchemaOutOfDateError(
+                f"The checkpoint tables at {where} are at revision {current}, unknown to this "
+                "version of langgraph-checkpoint-sqlalchemy: they were migrated by a newer "
+                "version. Upgrade the package."
+            )
+        self._schema_checked = True
 
     # -- encoding and decoding (no database) -------------------------------------------
 
@@ -770,9 +797,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     # -- operator methods: planning and decoding (no database) -----------------------------
 
-    def _prune_plan(
-        self, thread_ids: Sequence[str], strategy: str
-    ) -> _PrunePlan:
+    def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> _PrunePlan:
         threads = [_thread(t) for t in _id_list(thread_ids, "thread_ids")]
         if strategy == "delete":
             return [(_maintenance.delete_threads, (self._st, [t])) for t in threads]
