@@ -39,7 +39,7 @@ def upgrade() -> None:
             sa.Column("checkpoint_ns", sa.String(255), nullable=False),
             sa.Column("checkpoint_id", sa.String(64), nullable=False),
             sa.Column("parent_checkpoint_id", sa.String(64), nullable=True),
-            sa.Column("run_id", sa.String(64), nullable=True),
+            sa.Column("run_id", sa.String(80), nullable=True),
             sa.Column("type", sa.String(64), nullable=False),
             sa.Column("checkpoint", BINARY, nullable=False),
             sa.Column("metadata", JSON_DOCUMENT, nullable=False),

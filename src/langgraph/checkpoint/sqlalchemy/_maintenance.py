@@ -57,9 +57,10 @@ def prune_keep_latest(
         .where(c.c.thread_id == thread_id)
         .group_by(c.c.checkpoint_ns)
     ).all()
-    keep: dict[str, set[str]] = {}
+    keep: list[tuple[str, str, set[str]]] = []
     for checkpoint_ns, latest_id in latest_ids:
-        kept = keep.setdefault(checkpoint_ns, {latest_id})
+        kept = {latest_id}
+        keep.append((checkpoint_ns, latest_id, kept))
         row = conn.execute(
             select(c.c.type, c.c.checkpoint, c.c.metadata, c.c.value_versions).where(
                 c.c.thread_id == thread_id,
@@ -71,53 +72,60 @@ def prune_keep_latest(
         if channels:
             walked = _history.chain(conn, st, thread_id, checkpoint_ns, latest_id, channels)
             kept.update(r.checkpoint_id for r in walked)
-    for checkpoint_ns, kept_ids in keep.items():
+    stored_blobs = _blob_keys(conn, thread_id)
+    for checkpoint_ns, latest_id, kept_ids in keep:
         ids = sorted(kept_ids)
         for table in (writes, checkpoints):
+            # Only what is older than the latest checkpoint read above: a checkpoint (or
+            # writes) another process commits meanwhile has a newer id and survives.
             conn.execute(
                 delete(table).where(
                     table.c.thread_id == thread_id,
                     table.c.checkpoint_ns == checkpoint_ns,
+                    table.c.checkpoint_id < latest_id,
                     *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids)),
                 )
             )
-    # Writes of namespaces that have no checkpoint at all.
-    conn.execute(
-        delete(writes).where(
-            writes.c.thread_id == thread_id,
-            writes.c.checkpoint_ns.not_in(list(keep)),
+    _delete_orphans(conn, thread_id, stored_blobs)
+
+
+BlobKeys = list[tuple[str, str, str]]
+"""``(checkpoint_ns, channel, version)`` of a thread's blobs."""
+
+
+def _blob_keys(conn: Connection, thread_id: str) -> BlobKeys:
+    rows = conn.execute(
+        select(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).where(
+            blobs.c.thread_id == thread_id
         )
     )
-    collect_blobs(conn, [thread_id])
+    return [(ns, ch, v) for ns, ch, v in rows]
 
 
-def collect_blobs(conn: Connection, thread_ids: Sequence[str]) -> None:
-    """Delete the blobs of these threads that no remaining checkpoint holds.
+def _delete_orphans(conn: Connection, thread_id: str, stored: BlobKeys) -> None:
+    """Delete the blobs among ``stored`` that no checkpoint of the thread holds now.
 
-    Reads the threads' blob keys and their checkpoints' ``value_versions`` (no values),
-    then deletes the unreferenced keys in chunks.
+    ``stored`` must be read BEFORE the holders: a put commits its blobs and its
+    checkpoint together, so a blob seen in ``stored`` has its checkpoint visible below
+    (PostgreSQL/MySQL read committed), while a blob committed after ``stored`` was read
+    is not a candidate at all. Reading in the other order deletes the blobs of a
+    checkpoint committed in between.
     """
-    for thread_id in thread_ids:
-        held: set[tuple[str, str, str]] = set()
-        for checkpoint_ns, value_versions in conn.execute(
-            select(checkpoints.c.checkpoint_ns, checkpoints.c.value_versions).where(
-                checkpoints.c.thread_id == thread_id
+    held: set[tuple[str, str, str]] = set()
+    for checkpoint_ns, value_versions in conn.execute(
+        select(checkpoints.c.checkpoint_ns, checkpoints.c.value_versions).where(
+            checkpoints.c.thread_id == thread_id
+        )
+    ):
+        held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
+    orphans = [k for k in stored if k not in held]
+    for chunk in _chunks(orphans):
+        conn.execute(
+            delete(blobs).where(
+                blobs.c.thread_id == thread_id,
+                tuple_(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(chunk),
             )
-        ):
-            held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
-        stored = conn.execute(
-            select(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).where(
-                blobs.c.thread_id == thread_id
-            )
-        ).all()
-        orphans = [tuple(k) for k in stored if tuple(k) not in held]
-        for chunk in _chunks(orphans):
-            conn.execute(
-                delete(blobs).where(
-                    blobs.c.thread_id == thread_id,
-                    tuple_(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(chunk),
-                )
-            )
+        )
 
 
 def copy_thread(conn: Connection, source: str, target: str) -> None:
@@ -151,7 +159,12 @@ def copy_thread(conn: Connection, source: str, target: str) -> None:
 
 def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
     """Delete the checkpoints whose ``run_id`` is listed, their writes, and blobs left
-    unreferenced in their threads. Uses the indexed ``run_id`` column."""
+    unreferenced in their threads. Uses the indexed ``run_id`` column.
+
+    Args:
+        conn: Connection in a transaction.
+        run_ids: Values of the ``run_id`` column (:func:`.schema.run_key`).
+    """
     c = checkpoints
     for chunk in _chunks(list(run_ids)):
         threads = [
@@ -160,6 +173,7 @@ def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
         ]
         if not threads:
             continue
+        stored_blobs = {t: _blob_keys(conn, t) for t in threads}
         doomed = select(c.c.thread_id, c.c.checkpoint_ns, c.c.checkpoint_id).where(
             c.c.run_id.in_(chunk)
         )
@@ -174,4 +188,5 @@ def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
             )
         )
         conn.execute(delete(c).where(c.c.run_id.in_(chunk)))
-        collect_blobs(conn, threads)
+        for t in threads:
+            _delete_orphans(conn, t, stored_blobs[t])

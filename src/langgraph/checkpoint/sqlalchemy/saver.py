@@ -51,6 +51,7 @@ from .schema import (
     ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
     checkpoints,
+    run_key,
 )
 
 __all__ = ["SQLAlchemySaver"]
@@ -431,13 +432,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 }
             )
         type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
-        run_id = meta.get("run_id")
         checkpoint_row = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id,
             "parent_checkpoint_id": parent_id,
-            "run_id": run_id if isinstance(run_id, str) and len(run_id) <= ID_MAX_LENGTH else None,
+            "run_id": run_key(meta.get("run_id")),
             "type": type_,
             "checkpoint": data,
             "metadata": meta,
@@ -655,9 +655,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             TypeError: ``run_ids`` is a bare string.
         """
-        ids = _id_list(run_ids, "run_ids")
-        if ids:
-            self._run(True, _maintenance.delete_for_runs, ids)
+        keys = _run_keys(run_ids)
+        if keys:
+            self._run(True, _maintenance.delete_for_runs, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -771,9 +771,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        ids = _id_list(run_ids, "run_ids")
-        if ids:
-            await self._arun(True, _maintenance.delete_for_runs, ids)
+        keys = _run_keys(run_ids)
+        if keys:
+            await self._arun(True, _maintenance.delete_for_runs, keys)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
@@ -866,6 +866,12 @@ def _id_list(values: Sequence[str], name: str) -> list[str]:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a list of ids, not a single string: use [{values!r}]")
     return [str(v) for v in values]
+
+
+def _run_keys(run_ids: Sequence[str]) -> list[str]:
+    if isinstance(run_ids, (str, bytes)):
+        raise TypeError(f"run_ids must be a list of ids, not a single string: use [{run_ids!r}]")
+    return [k for k in (run_key(r) for r in run_ids) if k is not None]
 
 
 def _copy_thread(conn: Connection, source: str, target: str) -> None:

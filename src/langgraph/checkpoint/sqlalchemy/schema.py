@@ -29,6 +29,7 @@ the two on every dialect.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from sqlalchemy import (
@@ -50,11 +51,13 @@ __all__ = [
     "CHANNEL_MAX_LENGTH",
     "CHECKPOINT_NS_MAX_LENGTH",
     "ID_MAX_LENGTH",
+    "RUN_KEY_MAX_LENGTH",
     "THREAD_ID_MAX_LENGTH",
     "VERSION_TABLE",
     "blobs",
     "checkpoints",
     "metadata",
+    "run_key",
     "writes",
 ]
 
@@ -68,6 +71,8 @@ CHECKPOINT_NS_MAX_LENGTH = 255
 ID_MAX_LENGTH = 64
 #: Longest channel name accepted, in characters.
 CHANNEL_MAX_LENGTH = 150
+#: Width of the promoted ``run_id`` column; longer run ids are stored as a digest.
+RUN_KEY_MAX_LENGTH = 80
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
 VERSION_TABLE = "lgsa_alembic_version"
@@ -81,6 +86,22 @@ JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgr
 metadata = MetaData()
 
 
+def run_key(run_id: object) -> str | None:
+    """The value of the indexed ``run_id`` column for a ``metadata["run_id"]``.
+
+    Strings and integers (LangGraph copies an int ``configurable.run_id`` into metadata)
+    are stored as text; text longer than :data:`RUN_KEY_MAX_LENGTH` as
+    ``"sha256:<hex digest>"``, so that ``delete_for_runs`` finds every run id, whatever
+    its length. Anything else is not a run id: None.
+    """
+    if isinstance(run_id, bool) or not isinstance(run_id, (str, int)):
+        return None
+    text = str(run_id)
+    if len(text) <= RUN_KEY_MAX_LENGTH:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _key(name: str, length: int) -> Column[str]:
     return Column(name, String(length), nullable=False)
 
@@ -92,7 +113,7 @@ checkpoints = Table(
     _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
     _key("checkpoint_id", ID_MAX_LENGTH),
     Column("parent_checkpoint_id", String(ID_MAX_LENGTH), nullable=True),
-    Column("run_id", String(ID_MAX_LENGTH), nullable=True),
+    Column("run_id", String(RUN_KEY_MAX_LENGTH), nullable=True),
     Column("type", String(64), nullable=False),
     Column("checkpoint", BINARY, nullable=False),
     Column("metadata", JSON_DOCUMENT, nullable=False),
