@@ -14,6 +14,7 @@ from __future__ import annotations
 from .dialects import UnsupportedDialectError
 from .errors import (
     CheckpointConfigError,
+    CheckpointHistoryError,
     CheckpointMetadataError,
     SchemaOutOfDateError,
     ThreadNotEmptyError,
@@ -22,6 +23,7 @@ from .saver import SQLAlchemySaver
 
 __all__ = [
     "CheckpointConfigError",
+    "CheckpointHistoryError",
     "CheckpointMetadataError",
     "SQLAlchemySaver",
     "SchemaOutOfDateError",

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Select,
     String,
     Text,
+    and_,
     case,
     literal,
     literal_column,
@@ -41,7 +42,15 @@ from sqlalchemy.sql import cast as sql_cast
 from sqlalchemy.sql.base import Executable
 
 from ._ops import Statements
+from .errors import CheckpointHistoryError
 from .schema import blobs, checkpoints, writes
+
+#: Longest parent chain walked; a longer one (or a cycle forged with raw SQL or by
+#: re-putting ids) raises instead of running without end.
+MAX_CHAIN = 100_000
+#: Channels walked by one stage-1 statement: each adds a column and a condition, and
+#: SQLite caps expression depth at 1,000, PostgreSQL target lists at 1,664 columns.
+CHANNELS_PER_WALK = 200
 
 #: Most parameters bound in one stage-2 statement, over all its branches, and most ids
 #: in one IN list (well under SQLite's 32,766 and PostgreSQL's parser stack limits).
@@ -83,17 +92,27 @@ def chain(
 ) -> list[ChainRow]:
     """Stage 1: the ancestors of a checkpoint, nearest first, until every channel is seeded.
 
+    Each step of the recursion looks its checkpoint up by primary key (correlated scalar
+    subqueries on ``(thread_id, checkpoint_ns, checkpoint_id)``), so a step costs one
+    index lookup whatever the thread's length and whatever the planner's statistics.
+    A row carries ``done_i``: channel ``i`` was seeded at a NEARER row; the walk goes on
+    from a row while some channel is seeded neither before nor at it.
+
     Args:
         conn: Connection.
         st: The saver's statements (for its query builder).
         thread_id: Thread of the target.
         checkpoint_ns: Namespace of the target.
         checkpoint_id: The target; None for the latest of the namespace.
-        channels: Channels whose seeds end the walk; empty walks to the root.
+        channels: Channels whose seeds end the walk (at most :data:`CHANNELS_PER_WALK`);
+            empty walks to the root.
 
     Returns:
         The chain from the target's parent upwards; empty when the target does not
-        exist or is a root.
+        exist or is a root. A parent id that names no stored checkpoint ends the chain.
+
+    Raises:
+        CheckpointHistoryError: The chain is longer than :data:`MAX_CHAIN` (or loops).
     """
     c = checkpoints
     same = (c.c.thread_id == thread_id, c.c.checkpoint_ns == checkpoint_ns)
@@ -103,44 +122,63 @@ def chain(
     else:
         target = target.order_by(c.c.checkpoint_id.desc()).limit(1)
     qb = st.qb
-    # done_i: channel i has been seeded at this row or a nearer one (0/1 for every SQL).
     anchor = select(
         c.c.checkpoint_id,
         c.c.parent_checkpoint_id,
         c.c.value_versions,
         literal(0, Integer).label("depth"),
-        *(
-            case((qb.json_has_key(c.c.value_versions, ch), 1), else_=0).label(f"done_{i}")
-            for i, ch in enumerate(channels)
-        ),
+        *(literal(0, Integer).label(f"done_{i}") for i in range(len(channels))),
     ).where(*same, c.c.checkpoint_id == target.scalar_subquery())
     walk = anchor.cte("lgsa_chain", recursive=True)
     p = c.alias("lgsa_parent")
+
+    def parent_column(column: Any) -> Any:
+        return (
+            select(column)
+            .where(
+                p.c.thread_id == thread_id,
+                p.c.checkpoint_ns == checkpoint_ns,
+                p.c.checkpoint_id == walk.c.parent_checkpoint_id,
+            )
+            .scalar_subquery()
+        )
+
+    seeded_here = [qb.json_has_key(walk.c.value_versions, ch) for ch in channels]
     step = select(
-        p.c.checkpoint_id,
-        p.c.parent_checkpoint_id,
-        p.c.value_versions,
+        walk.c.parent_checkpoint_id,
+        parent_column(p.c.parent_checkpoint_id),
+        parent_column(p.c.value_versions),
         walk.c.depth + 1,
         *(
-            case(
-                (walk.c[f"done_{i}"] == 1, 1),
-                (qb.json_has_key(p.c.value_versions, ch), 1),
-                else_=0,
-            )
-            for i, ch in enumerate(channels)
+            case((walk.c[f"done_{i}"] == 1, 1), (seeded_here[i], 1), else_=0)
+            for i in range(len(channels))
         ),
     ).where(
-        p.c.thread_id == thread_id,
-        p.c.checkpoint_ns == checkpoint_ns,
-        p.c.checkpoint_id == walk.c.parent_checkpoint_id,
+        walk.c.parent_checkpoint_id.is_not(None),
+        walk.c.value_versions.is_not(None),
+        walk.c.depth < MAX_CHAIN,
     )
     if channels:
-        step = step.where(or_(*(walk.c[f"done_{i}"] == 0 for i in range(len(channels)))))
+        step = step.where(
+            or_(*(and_(walk.c[f"done_{i}"] == 0, ~seeded_here[i]) for i in range(len(channels))))
+        )
     walk = walk.union_all(step)
     rows = conn.execute(
         select(walk.c.checkpoint_id, walk.c.depth, walk.c.value_versions).order_by(walk.c.depth)
     ).all()
-    return [ChainRow(r.checkpoint_id, r.depth, r.value_versions or {}) for r in rows]
+    if len(rows) > MAX_CHAIN:
+        raise CheckpointHistoryError(
+            f"the parent chain of checkpoint {checkpoint_id!r} (thread {thread_id!r}) is "
+            f"longer than {MAX_CHAIN} checkpoints or loops back on itself; prune the thread "
+            "or let a DeltaChannel snapshot more often"
+        )
+    # A NULL value_versions is a parent id with no stored checkpoint: the chain ends.
+    out: list[ChainRow] = []
+    for row in rows:
+        if row.value_versions is None:
+            break
+        out.append(ChainRow(row.checkpoint_id, row.depth, row.value_versions))
+    return out
 
 
 def fetch(
@@ -163,8 +201,8 @@ def fetch(
         ``{channel: ChannelHistory}`` for every requested channel.
     """
     depth_of = {row.checkpoint_id: row.depth for row in walked}
-    branches: list[tuple[int, str, list[str], str | None]] = []
-    for i, ch in enumerate(channels):
+    branches: list[tuple[str, list[str], str | None]] = []
+    for ch in channels:
         ids: list[str] = []
         seed_version: str | None = None
         for row in walked:
@@ -172,11 +210,11 @@ def fetch(
             if ch in row.value_versions:
                 seed_version = row.value_versions[ch]
                 break
-        branches.append((i, ch, ids, seed_version))
+        branches.append((ch, ids, seed_version))
     result = {ch: ChannelHistory() for ch in channels}
     for stmt in _statements(thread_id, checkpoint_ns, branches):
-        for kind, i, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
-            history = result[channels[i]]
+        for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
+            history = result[ch]
             if kind == "s":
                 history.seed = (type_, blob)
             else:
@@ -189,20 +227,21 @@ def fetch(
 def _statements(
     thread_id: str,
     checkpoint_ns: str,
-    branches: Sequence[tuple[int, str, list[str], str | None]],
+    branches: Sequence[tuple[str, list[str], str | None]],
 ) -> list[Executable]:
-    """UNION ALL statements of write and seed branches, each within the parameter cap."""
+    """UNION ALL statements of write and seed branches, each within the parameter cap.
+
+    Rows carry their channel name, so branches differ only in bound parameters and the
+    compiled statement is cached per shape. The kind column is a constant of this code
+    (PostgreSQL needs typed UNION columns, which a bound parameter would not give).
+    """
     parts: list[tuple[Select[Any], int]] = []
-    for i, ch, ids, seed_version in branches:
-        # The branch number and kind are literals made here from our own counter, never
-        # from input: PostgreSQL needs typed columns in a UNION, which bound parameters
-        # would not give.
-        index = literal_column(str(int(i)), Integer)
+    for ch, ids, seed_version in branches:
         for start in range(0, len(ids), _IN_LIST):
             chunk = ids[start : start + _IN_LIST]
             write_rows = select(
                 literal_column("'w'", String).label("kind"),
-                index.label("branch"),
+                writes.c.channel,
                 writes.c.checkpoint_id,
                 writes.c.task_path,
                 writes.c.task_id,
@@ -219,7 +258,7 @@ def _statements(
         if seed_version is not None:
             seed_row = select(
                 literal_column("'s'", String),
-                index,
+                sql_cast(blobs.c.channel, Text),
                 sql_cast(null(), String),
                 sql_cast(null(), Text),
                 sql_cast(null(), String),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointConfigError",
+    "CheckpointHistoryError",
     "CheckpointMetadataError",
     "SchemaOutOfDateError",
     "ThreadNotEmptyError",
@@ -41,4 +42,13 @@ class ThreadNotEmptyError(ValueError):
 
     Copying would mix two histories under one thread id. Delete the target thread first
     (``delete_thread``) or copy to a new thread id. Nothing was written.
+    """
+
+
+class CheckpointHistoryError(RuntimeError):
+    """A checkpoint's parent chain cannot be walked: longer than the walk's cap (100,000
+    checkpoints) or looping back on itself (parent ids forged or re-put).
+
+    Prune the thread (``prune(..., strategy="keep_latest")``) or give its DeltaChannels a
+    smaller ``snapshot_frequency``.
     """

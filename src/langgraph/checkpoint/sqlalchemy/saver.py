@@ -403,6 +403,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         thread_id, checkpoint_ns, parent_id = _checkpoint_key(config)
         checkpoint_id = _text_id(checkpoint.get("id"), "id", ID_MAX_LENGTH, required=True)
         assert checkpoint_id is not None
+        if checkpoint_id == parent_id:
+            raise CheckpointConfigError(
+                f"checkpoint {checkpoint_id!r} names itself as its parent "
+                "(config['configurable']['checkpoint_id']); pass the parent's id."
+            )
         try:
             meta = canonical_json(get_serializable_checkpoint_metadata(config, metadata))
         except (TypeError, ValueError) as e:
@@ -713,7 +718,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if not channels:
             return {}
         key = _checkpoint_key(config)
-        raw = self._run(False, _delta_history, self._st, *key, list(channels))
+        raw = self._run(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
     # -- the saver contract: async -------------------------------------------------------
@@ -792,7 +797,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if not channels:
             return {}
         key = _checkpoint_key(config)
-        raw = await self._arun(False, _delta_history, self._st, *key, list(channels))
+        raw = await self._arun(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
     # -- operator methods: planning and decoding (no database) -----------------------------
@@ -894,8 +899,12 @@ def _delta_history(
     checkpoint_id: str | None,
     channels: list[str],
 ) -> dict[str, _history.ChannelHistory]:
-    walked = _history.chain(conn, st, thread_id, checkpoint_ns, checkpoint_id, channels)
-    return _history.fetch(conn, thread_id, checkpoint_ns, walked, channels)
+    result: dict[str, _history.ChannelHistory] = {}
+    step = _history.CHANNELS_PER_WALK
+    for group in (channels[i : i + step] for i in range(0, len(channels), step)):
+        walked = _history.chain(conn, st, thread_id, checkpoint_ns, checkpoint_id, group)
+        result.update(_history.fetch(conn, thread_id, checkpoint_ns, walked, group))
+    return result
 
 
 class _Pages:
