@@ -1,10 +1,14 @@
 """Backends for every test: one test body, many databases, sync and async.
 
-The ``saver`` fixture is parametrised over SQLite file, SQLite ``:memory:`` and
-PostgreSQL, each through the sync and the async methods (the ``door`` fixture). Each
+The ``saver`` fixture is parametrised over SQLite file, SQLite ``:memory:``, PostgreSQL
+and MariaDB, each through the sync and the async methods (the ``door`` fixture). Each
 test gets empty tables of its own: a new SQLite file in ``tmp_path``, a new in-memory
-database, or a new PostgreSQL schema inside a database created for this test run and
-dropped at its end, so nothing leaks between tests or runs.
+database, a new PostgreSQL schema inside a database created for this test run and
+dropped at its end, or a new MariaDB database dropped after the test, so nothing leaks
+between tests or runs.
+
+MariaDB: ``LGSA_TEST_MARIADB_URL`` (default
+``mysql+pymysql://root@127.0.0.1:3306/test``).
 
 PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database
@@ -27,13 +31,19 @@ from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
 from .doors import Door
 
-ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres")
+ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres", "mariadb")
 BACKENDS = tuple(
     b for b in os.environ.get("LGSA_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
 )
 POSTGRES_ADMIN_URL = os.environ.get(
     "LGSA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
+MARIADB_ADMIN_URL = os.environ.get(
+    "LGSA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"
+)
+#: The tests store 40 MB values, which need a max_allowed_packet above 80 MB (MariaDB:
+#: 16 MB by default).
+MARIADB_MIN_PACKET = 128 * 1024 * 1024
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +61,26 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def mariadb_url() -> Iterator[str]:
+    """URL of the MariaDB server; each test gets its own database (the saver's
+    ``schema``), dropped after the test. Raises max_allowed_packet to 128 MB if lower."""
+    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        packet = conn.execute(text("SELECT @@GLOBAL.max_allowed_packet")).scalar_one()
+        if packet < MARIADB_MIN_PACKET:
+            conn.execute(text(f"SET GLOBAL max_allowed_packet = {MARIADB_MIN_PACKET}"))
+    admin.dispose()
+    yield MARIADB_ADMIN_URL
+
+
+def _drop_mariadb_database(name: str) -> None:
+    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+    admin.dispose()
+
+
 def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
     """``from_conn_string`` arguments for a fresh, empty store on ``backend``."""
     if backend == "sqlite-file":
@@ -60,6 +90,11 @@ def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) 
     if backend == "postgres":
         url = request.getfixturevalue("postgres_url")
         return {"conn_string": url, "schema": f"t_{uuid.uuid4().hex[:12]}"}
+    if backend == "mariadb":
+        url = request.getfixturevalue("mariadb_url")
+        name = f"lgsa_test_{uuid.uuid4().hex[:12]}"
+        request.addfinalizer(lambda: _drop_mariadb_database(name))
+        return {"conn_string": url, "schema": name}
     raise ValueError(backend)
 
 

@@ -648,6 +648,9 @@ def statement_deadline(saver: Any, backend: str, seconds: float) -> Iterator[Non
         if backend.startswith("sqlite"):
             dbapi_conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
             touched.append(dbapi_conn)
+        elif backend == "mariadb":
+            with dbapi_conn.cursor() as cur:
+                cur.execute(f"SET SESSION max_statement_time = {seconds:.1f}")
         else:
             with dbapi_conn.cursor() as cur:
                 cur.execute(f"SET statement_timeout = {int(seconds * 1000)}")

@@ -42,13 +42,13 @@ from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, configure_engine, resolve_urls
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 
-from .conftest import BACKENDS, POSTGRES_ADMIN_URL
+from .conftest import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "writes")
 HEAD = migrate.head_revision()
-TARGET_KINDS = [k for k in ("sqlite-file", "postgres") if k in BACKENDS]
+TARGET_KINDS = [k for k in ("sqlite-file", "postgres", "mariadb") if k in BACKENDS]
 
 
 # -- fixtures and helpers ----------------------------------------------------------------
@@ -110,6 +110,19 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     """A fresh database: SQLite file, or a new PostgreSQL database plus a schema name."""
     if request.param == "sqlite-file":
         yield Target("sqlite-file", f"sqlite:///{tmp_path / 'migrations.sqlite'}", None)
+        return
+    if request.param == "mariadb":
+        name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE `{name}`"))
+        try:
+            url = make_url(MARIADB_ADMIN_URL).set(database=name)
+            yield Target("mariadb", url.render_as_string(hide_password=False), None)
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+            admin.dispose()
         return
     url = _create_database()
     try:

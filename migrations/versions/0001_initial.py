@@ -12,7 +12,12 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from langgraph.checkpoint.sqlalchemy.schema import BINARY, JSON_DOCUMENT
+from langgraph.checkpoint.sqlalchemy.schema import (
+    BINARY,
+    JSON_DOCUMENT,
+    MYSQL_TABLE_OPTIONS,
+    KeyText,
+)
 
 revision: str = "0001_initial"
 down_revision: str | None = None
@@ -25,9 +30,14 @@ def _schema() -> str | None:
 
 
 def _exists(name: str) -> bool:
-    # DDL is not transactional on MySQL/MariaDB: a failed run may leave some tables
-    # behind, so each step checks before it creates.
+    # DDL is not transactional on MySQL/MariaDB: a failed run may leave some tables or
+    # indexes behind, so each step checks before it creates (or drops).
     return sa.inspect(op.get_bind()).has_table(name, schema=_schema())
+
+
+def _has_index(table: str, name: str) -> bool:
+    indexes = sa.inspect(op.get_bind()).get_indexes(table, schema=_schema())
+    return any(index["name"] == name for index in indexes)
 
 
 def upgrade() -> None:
@@ -35,11 +45,11 @@ def upgrade() -> None:
     if not _exists("lgsa_checkpoints"):
         op.create_table(
             "lgsa_checkpoints",
-            sa.Column("thread_id", sa.String(255), nullable=False),
-            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
-            sa.Column("checkpoint_id", sa.String(64), nullable=False),
-            sa.Column("parent_checkpoint_id", sa.String(64), nullable=True),
-            sa.Column("run_id", sa.String(80), nullable=True),
+            sa.Column("thread_id", KeyText(255), nullable=False),
+            sa.Column("checkpoint_ns", KeyText(255), nullable=False),
+            sa.Column("checkpoint_id", KeyText(64), nullable=False),
+            sa.Column("parent_checkpoint_id", KeyText(64), nullable=True),
+            sa.Column("run_id", KeyText(80), nullable=True),
             sa.Column("type", sa.String(64), nullable=False),
             sa.Column("checkpoint", BINARY, nullable=False),
             sa.Column("metadata", JSON_DOCUMENT, nullable=False),
@@ -48,21 +58,21 @@ def upgrade() -> None:
                 "thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"
             ),
             schema=schema,
+            **MYSQL_TABLE_OPTIONS,
         )
-        op.create_index("ix_lgsa_checkpoints_run_id", "lgsa_checkpoints", ["run_id"], schema=schema)
-        op.create_index(
-            "ix_lgsa_checkpoints_checkpoint_id",
-            "lgsa_checkpoints",
-            ["checkpoint_id"],
-            schema=schema,
-        )
+    for index, column in (
+        ("ix_lgsa_checkpoints_run_id", "run_id"),
+        ("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
+    ):
+        if not _has_index("lgsa_checkpoints", index):
+            op.create_index(index, "lgsa_checkpoints", [column], schema=schema)
     if not _exists("lgsa_checkpoint_blobs"):
         op.create_table(
             "lgsa_checkpoint_blobs",
-            sa.Column("thread_id", sa.String(255), nullable=False),
-            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
-            sa.Column("channel", sa.String(150), nullable=False),
-            sa.Column("version", sa.String(64), nullable=False),
+            sa.Column("thread_id", KeyText(255), nullable=False),
+            sa.Column("checkpoint_ns", KeyText(255), nullable=False),
+            sa.Column("channel", KeyText(150), nullable=False),
+            sa.Column("version", KeyText(64), nullable=False),
             sa.Column("type", sa.String(64), nullable=False),
             sa.Column("blob", BINARY, nullable=True),
             sa.PrimaryKeyConstraint(
@@ -73,14 +83,15 @@ def upgrade() -> None:
                 name="pk_lgsa_checkpoint_blobs",
             ),
             schema=schema,
+            **MYSQL_TABLE_OPTIONS,
         )
     if not _exists("lgsa_checkpoint_writes"):
         op.create_table(
             "lgsa_checkpoint_writes",
-            sa.Column("thread_id", sa.String(255), nullable=False),
-            sa.Column("checkpoint_ns", sa.String(255), nullable=False),
-            sa.Column("checkpoint_id", sa.String(64), nullable=False),
-            sa.Column("task_id", sa.String(64), nullable=False),
+            sa.Column("thread_id", KeyText(255), nullable=False),
+            sa.Column("checkpoint_ns", KeyText(255), nullable=False),
+            sa.Column("checkpoint_id", KeyText(64), nullable=False),
+            sa.Column("task_id", KeyText(64), nullable=False),
             sa.Column("idx", sa.Integer(), nullable=False),
             sa.Column("task_path", sa.Text(), nullable=False),
             sa.Column("channel", sa.Text(), nullable=False),
@@ -95,6 +106,7 @@ def upgrade() -> None:
                 name="pk_lgsa_checkpoint_writes",
             ),
             schema=schema,
+            **MYSQL_TABLE_OPTIONS,
         )
 
 

@@ -11,7 +11,7 @@ with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
 
 from __future__ import annotations
 
-from .dialects import UnsupportedDialectError
+from .dialects import UnsupportedDialectError, ValueTooLargeError
 from .errors import (
     CheckpointConfigError,
     CheckpointHistoryError,
@@ -29,4 +29,5 @@ __all__ = [
     "SchemaOutOfDateError",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
+    "ValueTooLargeError",
 ]

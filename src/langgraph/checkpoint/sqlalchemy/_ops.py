@@ -135,8 +135,8 @@ def put(
     Blobs are first-write-wins (a version names one value); the checkpoint row is an
     upsert, so storing a checkpoint id twice keeps the last one (LangGraph contract).
     """
-    if blob_rows:
-        conn.execute(st.put_blobs, list(blob_rows))
+    for batch in _by_size(conn, st, blob_rows):
+        conn.execute(st.put_blobs, batch)
     conn.execute(st.put_checkpoint, checkpoint_row)
 
 
@@ -152,7 +152,8 @@ def put_writes(
         replace: Overwrite existing rows (a batch of special channels only: errors,
             interrupts, resumes, scheduled) instead of first-write-wins.
     """
-    conn.execute(st.put_writes_replace if replace else st.put_writes_first_wins, list(rows))
+    for batch in _by_size(conn, st, rows):
+        conn.execute(st.put_writes_replace if replace else st.put_writes_first_wins, batch)
 
 
 def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
@@ -197,17 +198,28 @@ class ListQuery:
     """What one ``list()`` call asks for, turned into SQL conditions once.
 
     Attributes:
-        where: Conditions on the checkpoints table (thread, namespace, before, filter).
+        where: Conditions on the checkpoints table (thread, namespace, before).
+        filters: Metadata equality filters ``(key, JSON value)``, checked already; made
+            into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
             Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns``
             descending.
     """
 
     where: tuple[ColumnElement[bool], ...]
+    filters: tuple[tuple[str, Any], ...] = ()
 
 
-def _page_select(query: ListQuery, cursor: CheckpointKey | None, size: int) -> Select[Any]:
+def _page_select(
+    conn: Connection, st: Statements, query: ListQuery, cursor: CheckpointKey | None, size: int
+) -> Select[Any]:
     order = (checkpoints.c.checkpoint_id, checkpoints.c.thread_id, checkpoints.c.checkpoint_ns)
-    stmt = select(*_CHECKPOINT_COLUMNS).where(*query.where)
+    stmt = select(*_CHECKPOINT_COLUMNS).where(
+        *query.where,
+        *(
+            st.qb.metadata_equals(checkpoints.c.metadata, key, value, conn.dialect)
+            for key, value in query.filters
+        ),
+    )
     if cursor is not None:
         # Keyset pagination: strictly after the last row of the previous page.
         stmt = stmt.where(tuple_(*order) < tuple_(cursor[2], cursor[0], cursor[1]))
@@ -237,7 +249,7 @@ def list_page(
     Returns:
         The page, newest first; fewer than ``size`` records means the listing is done.
     """
-    rows = conn.execute(_page_select(query, cursor, size)).all()
+    rows = conn.execute(_page_select(conn, st, query, cursor, size)).all()
     records = [CheckpointRecord(row) for row in rows]
     if not records:
         return records
@@ -261,6 +273,44 @@ def list_page(
                 (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
             )
     return records
+
+
+#: Bytes of values sent in one multi-row INSERT. Rows are batched by SQLAlchemy by
+#: count; large values are split here so that one statement stays well under MySQL's
+#: ``max_allowed_packet`` (a value larger on its own still goes alone).
+BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _by_size(
+    conn: Connection, st: Statements, rows: Sequence[dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
+    """Rows in batches of at most :data:`BATCH_BYTES` of values (and under the server's
+    per-statement limit), checking every value against that limit before anything is
+    sent.
+
+    Raises:
+        ValueTooLargeError: A value is larger than the server takes in one statement.
+    """
+    limit = st.qb.value_limit(conn)
+    budget = min(BATCH_BYTES, limit) if limit else BATCH_BYTES
+    if limit:
+        for row in rows:
+            n = len(row["blob"] or b"")
+            if n > limit:
+                raise st.qb.too_large(n, limit)
+    batches: list[list[dict[str, Any]]] = []
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        n = len(row["blob"] or b"")
+        if batch and size + n > budget:
+            batches.append(batch)
+            batch, size = [], 0
+        batch.append(row)
+        size += n
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -32,10 +32,12 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     select,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Dialect, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
@@ -44,6 +46,7 @@ __all__ = [
     "EngineURLs",
     "QueryBuilder",
     "UnsupportedDialectError",
+    "ValueTooLargeError",
     "configure_engine",
     "resolve_urls",
 ]
@@ -56,12 +59,18 @@ WRITE_OPTION = "lgsa_write"
 _SYNC_DRIVERS = {
     "sqlite": ("pysqlite", "aiosqlite"),
     "postgresql": ("psycopg", "psycopg"),
-    "mysql": ("pymysql", "aiomysql"),
-    "mariadb": ("pymysql", "aiomysql"),
+    "mysql": ("pymysql", "asyncmy"),
+    "mariadb": ("pymysql", "asyncmy"),
 }
 _ASYNC_ONLY = {"aiosqlite", "asyncpg", "aiomysql", "asyncmy"}
 _SYNC_ONLY = {"pysqlite", "psycopg2", "pg8000", "pymysql", "mysqldb", "mysqlconnector"}
 _ASYNC_FOR_SYNC = {"psycopg": "psycopg"}
+
+
+class ValueTooLargeError(ValueError):
+    """A value (channel value or pending write) larger than the database accepts in one
+    statement. Nothing of the call that raised it was stored; the message names the
+    server setting to raise."""
 
 
 class UnsupportedDialectError(ValueError):
@@ -103,7 +112,7 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     ``sqlite:///file`` and a bare path give ``sqlite+pysqlite`` and ``sqlite+aiosqlite``;
     ``:memory:``, ``""`` and ``sqlite://`` give one shared in-memory database;
     ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` give psycopg 3 for
-    both; ``mysql://``, ``mariadb://`` give pymysql and aiomysql. A URL naming a sync-only
+    both; ``mysql://``, ``mariadb://`` give pymysql and asyncmy. A URL naming a sync-only
     or async-only driver keeps it for that side and takes the default for the other.
 
     Args:
@@ -146,6 +155,9 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         sync_driver, async_driver = driver, default_async
     else:
         sync_driver, async_driver = driver, _ASYNC_FOR_SYNC.get(driver, default_async)
+    if backend in ("mysql", "mariadb") and "charset" not in url.query:
+        # 4-byte UTF-8 (emoji) in ids and metadata; the tables are utf8mb4 too.
+        url = url.update_query_dict({"charset": "utf8mb4"})
     return EngineURLs(
         url.set(drivername=f"{backend}+{sync_driver}"),
         url.set(drivername=f"{backend}+{async_driver}"),
@@ -177,17 +189,44 @@ def _sqlite_on_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+#: Recursion allowed to a recursive CTE on MySQL/MariaDB, whose defaults (1,000) are
+#: shorter than the delta-history walk's own cap (see ``_history.MAX_CHAIN``).
+MYSQL_RECURSION_LIMIT = 100_001
+
+
+def _mysql_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("SELECT VERSION()")
+        (version,) = cursor.fetchone()
+        # MariaDB stops a recursive CTE silently at max_recursive_iterations; MySQL
+        # raises at cte_max_recursion_depth.
+        variable = (
+            "max_recursive_iterations"
+            if "mariadb" in str(version).lower()
+            else "cte_max_recursion_depth"
+        )
+        cursor.execute(f"SET SESSION {variable} = {MYSQL_RECURSION_LIMIT:d}")
+    finally:
+        cursor.close()
+
+
 def configure_engine(engine: Engine) -> None:
     """Install the per-dialect connection set-up on a sync engine (idempotent).
 
     On SQLite: ``busy_timeout`` of 30 s, WAL journal (file databases), ``synchronous =
     NORMAL``, and explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes) so that every
-    transaction, DDL included, is a real SQLite transaction. Other dialects need nothing.
-    For an ``AsyncEngine`` pass its ``sync_engine``.
+    transaction, DDL included, is a real SQLite transaction. On MySQL/MariaDB: a
+    recursive-CTE limit (:data:`MYSQL_RECURSION_LIMIT`) that lets long parent chains be
+    walked. PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
 
     Args:
         engine: The engine to configure.
     """
+    if engine.dialect.name in ("mysql", "mariadb"):
+        if not event.contains(engine, "connect", _mysql_on_connect):
+            event.listen(engine, "connect", _mysql_on_connect)
+        return
     if engine.dialect.name != "sqlite":
         return
     if not event.contains(engine, "connect", _sqlite_on_connect):
@@ -255,9 +294,10 @@ def _json_text(value: Any) -> str:
 
 
 def _mysql_path(key: str) -> str:
-    """MySQL/MariaDB JSON path of a top-level key: ``$."key"`` with ``\\`` and ``"``
-    escaped."""
-    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """MySQL/MariaDB JSON path of a top-level key: ``$."key"``, the key spelled as a JSON
+    string (``json.dumps``), which is how the stored document spells it: MariaDB matches
+    path keys against the document's text, escapes included."""
+    return "$." + json.dumps(key)
 
 
 def _json_kind(json_type: Any) -> ColumnElement[Any]:
@@ -304,6 +344,7 @@ class QueryBuilder:
             )
         self.dialect_name = dialect_name
         self._mysql = dialect_name in ("mysql", "mariadb")
+        self._value_limit: int | None = None
 
     #: Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
     #: recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
@@ -344,7 +385,9 @@ class QueryBuilder:
             set_={c: stmt.excluded[c] for c in update},
         )
 
-    def metadata_equals(self, column: Any, key: str, value: Any) -> ColumnElement[bool]:
+    def metadata_equals(
+        self, column: Any, key: str, value: Any, dialect: Dialect | None = None
+    ) -> ColumnElement[bool]:
         """Condition: the top-level metadata ``key`` equals the JSON value ``value``.
 
         One semantics on every dialect: the value is compared as JSON, so ``True`` does not
@@ -365,22 +408,32 @@ class QueryBuilder:
             column: The JSON metadata column.
             key: Top-level key.
             value: JSON value: str, int, float, bool, None, list or dict.
+            dialect: The dialect of the connection that runs the query. A ``mysql://`` URL
+                may reach a MariaDB server, which SQLAlchemy learns on connecting; MariaDB
+                and MySQL compare JSON differently.
 
         Raises:
             TypeError: ``key`` is not a string or ``value`` is not JSON.
-            ValueError: ``value`` holds NaN or an infinite float.
+            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow.
         """
         if not isinstance(key, str):
             raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
         key = _json_string(key)
         text = _json_text(value)
+        if self._mysql and key.startswith("-"):
+            # MariaDB's path parser reads a quoted key that starts with "-" as a
+            # negative array index and matches nothing: refuse rather than answer wrong.
+            raise ValueError(
+                "MySQL/MariaDB JSON paths cannot address a key that starts with '-'; "
+                "rename the metadata key"
+            )
         if self.dialect_name == "sqlite":
             return self._sqlite_equals(column, key, value, text)
         if self.dialect_name == "postgresql":
             member: ColumnElement[Any] = column.op("->")(literal(key, Text))
             return member == cast(literal(text, Text), postgresql.JSONB)
         extracted = func.json_extract(column, literal(_mysql_path(key), Text))
-        if self.dialect_name == "mariadb":
+        if self.dialect_name == "mariadb" or getattr(dialect, "is_mariadb", False):
             return func.json_equals(extracted, literal(text, Text)) == 1
         return extracted == cast(literal(text, Text), mysql.JSON)
 
@@ -421,6 +474,48 @@ class QueryBuilder:
             return has
         return func.json_contains_path(column, "one", literal(_mysql_path(key), Text)) == 1
 
+    def value_limit(self, connection: Connection) -> int | None:
+        """Largest value (bytes) one statement may carry on this server, or None.
+
+        MySQL/MariaDB: half of ``max_allowed_packet`` (read once per saver): the statement
+        travels as escaped text in one packet, and MariaDB 10.11 was measured refusing a
+        40 MB value under a 64 MB limit while taking 30 MB. PostgreSQL (1 GB per value)
+        and SQLite (1 GB per string or blob by default) need no check here.
+        """
+        if not self._mysql:
+            return None
+        if self._value_limit is None:
+            packet = connection.execute(select(literal_column("@@max_allowed_packet"))).scalar()
+            self._value_limit = int(packet or 0) // 2
+        return self._value_limit
+
+    def too_large(self, size: int, limit: int) -> ValueTooLargeError:
+        """The error for a value of ``size`` bytes over ``limit`` (see :meth:`value_limit`)."""
+        return ValueTooLargeError(
+            f"a checkpoint value or write of {size} bytes is larger than this MySQL/MariaDB "
+            f"server takes in one statement ({limit} bytes, half of max_allowed_packet); "
+            "raise max_allowed_packet (SET GLOBAL max_allowed_packet = 1073741824, or in "
+            "the server's config) or store less in the channel. Nothing of this call was "
+            "stored."
+        )
+
+    def translate_error(self, error: DBAPIError) -> Exception | None:
+        """A typed error for a database error that has a known cause and remedy, or None.
+
+        MySQL/MariaDB refuse a statement larger than ``max_allowed_packet`` (error 1153,
+        or 1301 for a value over it): :class:`ValueTooLargeError` names the setting. The
+        transaction was rolled back, so nothing of the call is stored.
+        """
+        code = getattr(error.orig, "args", (None,))[0] if error.orig is not None else None
+        if self._mysql and code in (1153, 1301):
+            return ValueTooLargeError(
+                "a checkpoint value or write is larger than the server accepts in one "
+                "statement (MySQL/MariaDB max_allowed_packet); raise the limit, e.g. "
+                "SET GLOBAL max_allowed_packet = 268435456 (or in the server's config), or "
+                "store less in the channel. Nothing of this call was stored."
+            )
+        return None
+
     @property
     def transactional_ddl(self) -> bool:
         """Whether DDL runs inside the migration transaction (not on MySQL/MariaDB, where
@@ -428,10 +523,10 @@ class QueryBuilder:
         return not self._mysql
 
     def ensure_schema(self, connection: Connection, schema: str | None) -> None:
-        """Create the PostgreSQL schema ``schema`` if it does not exist (no-op elsewhere
-        or when ``schema`` is None: SQLite has no schemas to create and a MySQL
-        "schema" is a database, created by the operator)."""
-        if schema and self.dialect_name == "postgresql":
+        """Create the schema ``schema`` if it does not exist: a PostgreSQL schema, a
+        MySQL/MariaDB database. No-op on SQLite (no schemas to create) or when ``schema``
+        is None."""
+        if schema and self.dialect_name != "sqlite":
             connection.execute(CreateSchema(schema, if_not_exists=True))
 
     @contextmanager

@@ -33,7 +33,7 @@ from typing_extensions import ParamSpec, Self
 
 from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -334,19 +334,25 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     def _run(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
-        with self._write.begin() if write else self._read.connect() as conn:
-            if not self._schema_checked:
-                self._check_schema(conn)
-            return op(conn, *a, **k)
+        try:
+            with self._write.begin() if write else self._read.connect() as conn:
+                if not self._schema_checked:
+                    self._check_schema(conn)
+                return op(conn, *a, **k)
+        except DBAPIError as e:
+            raise self._qb.translate_error(e) or e from e
 
     async def _arun(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
         conn: AsyncConnection
-        async with self._awrite.begin() if write else self._aread.connect() as conn:
-            if not self._schema_checked:
-                await conn.run_sync(self._check_schema)
-            return await conn.run_sync(op, *a, **k)
+        try:
+            async with self._awrite.begin() if write else self._aread.connect() as conn:
+                if not self._schema_checked:
+                    await conn.run_sync(self._check_schema)
+                return await conn.run_sync(op, *a, **k)
+        except DBAPIError as e:
+            raise self._qb.translate_error(e) or e from e
 
     def _check_schema(self, conn: Connection) -> None:
         """Once per saver: the database must be at the migration head this library ships,
@@ -526,10 +532,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 )
             for key, value in filter.items():
                 try:
-                    where.append(self._qb.metadata_equals(checkpoints.c.metadata, key, value))
+                    # Built once here to refuse a bad filter before any query runs.
+                    self._qb.metadata_equals(checkpoints.c.metadata, key, value)
                 except (TypeError, ValueError) as e:
                     raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
-        return _ops.ListQuery(tuple(where))
+        return _ops.ListQuery(tuple(where), tuple((filter or {}).items()))
 
     # -- the saver contract: sync --------------------------------------------------------
 

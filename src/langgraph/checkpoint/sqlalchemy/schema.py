@@ -45,7 +45,8 @@ from sqlalchemy import (
     Text,
 )
 from sqlalchemy.dialects import mysql, postgresql
-from sqlalchemy.types import TypeEngine
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 __all__ = [
     "CHANNEL_MAX_LENGTH",
@@ -54,6 +55,7 @@ __all__ = [
     "RUN_KEY_MAX_LENGTH",
     "THREAD_ID_MAX_LENGTH",
     "VERSION_TABLE",
+    "KeyText",
     "blobs",
     "checkpoints",
     "metadata",
@@ -83,7 +85,52 @@ BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"
 #: Metadata documents: JSON, JSONB on PostgreSQL (indexable, key order free).
 JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
+
+class KeyText(TypeDecorator[str]):
+    """Text of an identifier column (thread id, namespace, checkpoint id, channel, ...).
+
+    ``VARCHAR(length)`` everywhere but MySQL/MariaDB, where it is
+    ``VARBINARY(4 * length)`` holding UTF-8: ids compare byte for byte there as on SQLite
+    and PostgreSQL ("T1" and "t1" are two threads, and so are "t1" and "t1 ", which every
+    MySQL ``*_bin`` collation with PAD SPACE would confuse), and the byte length of the
+    primary keys fits InnoDB's 3072-byte index limit.
+
+    Args:
+        length: Longest value, in characters.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(mysql.VARBINARY(4 * self.length))
+        return dialect.type_descriptor(String(self.length))
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if value is not None and dialect.name in ("mysql", "mariadb"):
+            return value.encode("utf-8")
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8")
+        return value  # type: ignore[no-any-return]
+
+
 metadata = MetaData()
+
+#: MySQL/MariaDB table options: InnoDB and 4-byte UTF-8; text columns compare by binary
+#: collation (ids are :class:`KeyText`, compared as bytes).
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
 
 
 def run_key(run_id: object) -> str | None:
@@ -103,7 +150,7 @@ def run_key(run_id: object) -> str | None:
 
 
 def _key(name: str, length: int) -> Column[str]:
-    return Column(name, String(length), nullable=False)
+    return Column(name, KeyText(length), nullable=False)
 
 
 checkpoints = Table(
@@ -112,8 +159,8 @@ checkpoints = Table(
     _key("thread_id", THREAD_ID_MAX_LENGTH),
     _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
     _key("checkpoint_id", ID_MAX_LENGTH),
-    Column("parent_checkpoint_id", String(ID_MAX_LENGTH), nullable=True),
-    Column("run_id", String(RUN_KEY_MAX_LENGTH), nullable=True),
+    Column("parent_checkpoint_id", KeyText(ID_MAX_LENGTH), nullable=True),
+    Column("run_id", KeyText(RUN_KEY_MAX_LENGTH), nullable=True),
     Column("type", String(64), nullable=False),
     Column("checkpoint", BINARY, nullable=False),
     Column("metadata", JSON_DOCUMENT, nullable=False),
@@ -121,6 +168,7 @@ checkpoints = Table(
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 blobs = Table(
@@ -135,6 +183,7 @@ blobs = Table(
     PrimaryKeyConstraint(
         "thread_id", "checkpoint_ns", "channel", "version", name="pk_lgsa_checkpoint_blobs"
     ),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 writes = Table(
@@ -157,4 +206,5 @@ writes = Table(
         "idx",
         name="pk_lgsa_checkpoint_writes",
     ),
+    **MYSQL_TABLE_OPTIONS,
 )
