@@ -50,6 +50,8 @@ def upgrade() -> None:
             sa.Column("checkpoint_id", KeyText(64), nullable=False),
             sa.Column("parent_checkpoint_id", KeyText(64), nullable=True),
             sa.Column("run_id", KeyText(80), nullable=True),
+            sa.Column("source", KeyText(64), nullable=True),
+            sa.Column("step", sa.BigInteger(), nullable=True),
             sa.Column("type", sa.String(64), nullable=False),
             sa.Column("checkpoint", BINARY, nullable=False),
             sa.Column("metadata", JSON_DOCUMENT, nullable=False),
@@ -60,12 +62,14 @@ def upgrade() -> None:
             schema=schema,
             **MYSQL_TABLE_OPTIONS,
         )
-    for index, column in (
-        ("ix_lgsa_checkpoints_run_id", "run_id"),
-        ("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
+    for index, columns in (
+        ("ix_lgsa_checkpoints_run_id", ["run_id"]),
+        # newest-first global listing: ORDER BY checkpoint_id, thread_id, checkpoint_ns
+        ("ix_lgsa_checkpoints_checkpoint_id", ["checkpoint_id", "thread_id", "checkpoint_ns"]),
+        ("ix_lgsa_checkpoints_source_step", ["source", "step"]),
     ):
         if not _has_index("lgsa_checkpoints", index):
-            op.create_index(index, "lgsa_checkpoints", [column], schema=schema)
+            op.create_index(index, "lgsa_checkpoints", columns, schema=schema)
     if not _exists("lgsa_checkpoint_blobs"):
         op.create_table(
             "lgsa_checkpoint_blobs",

@@ -75,37 +75,32 @@ class Statements:
         self.by_id = select(*_CHECKPOINT_COLUMNS).where(
             *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
         )
-        self.blobs_of = select(blobs.c.channel, blobs.c.version, blobs.c.type, blobs.c.blob).where(
-            blobs.c.thread_id == bindparam("thread_id"),
-            blobs.c.checkpoint_ns == bindparam("checkpoint_ns"),
-            tuple_(blobs.c.channel, blobs.c.version).in_(bindparam("keys", expanding=True)),
-        )
         self.writes_of = select(*_WRITE_COLUMNS).where(
             writes.c.thread_id == bindparam("thread_id"),
             writes.c.checkpoint_ns == bindparam("checkpoint_ns"),
             writes.c.checkpoint_id == bindparam("checkpoint_id"),
         )
-        self.blobs_in = select(
+        self._blob_columns = (
             blobs.c.thread_id,
             blobs.c.checkpoint_ns,
             blobs.c.channel,
             blobs.c.version,
-            blobs.c.type,
-            blobs.c.blob,
-        ).where(
-            tuple_(blobs.c.thread_id, blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(
-                bindparam("keys", expanding=True)
-            )
         )
-        self.writes_in = select(*_WRITE_COLUMNS).where(
-            tuple_(writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id).in_(
-                bindparam("keys", expanding=True)
-            )
-        )
+        self._write_key = (writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id)
         self.delete_thread = [
             delete(t).where(t.c.thread_id == bindparam("thread_id"))
             for t in (writes, blobs, checkpoints)
         ]
+
+    def blobs_in(self, keys: Sequence[BlobKey]) -> Select[Any]:
+        """The blobs of these ``(thread_id, checkpoint_ns, channel, version)`` keys."""
+        return select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
+            self.qb.keys_in(self._blob_columns, keys)
+        )
+
+    def writes_in(self, keys: Sequence[CheckpointKey]) -> Select[Any]:
+        """The writes of these ``(thread_id, checkpoint_ns, checkpoint_id)`` checkpoints."""
+        return select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, keys))
 
 
 @dataclass
@@ -182,9 +177,9 @@ def get_checkpoint(
     if row is None:
         return None
     record = CheckpointRecord(row)
-    keys = list(row.value_versions.items())
+    keys = [(thread_id, checkpoint_ns, ch, v) for ch, v in row.value_versions.items()]
     for chunk in _chunks(keys, st.qb.in_list_chunk):
-        for channel, _version, type_, blob in conn.execute(st.blobs_of, {**params, "keys": chunk}):
+        for _t, _ns, channel, _v, type_, blob in conn.execute(st.blobs_in(chunk)):
             record.values[channel] = (type_, blob)
     record.writes = [
         (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
@@ -260,7 +255,7 @@ def list_page(
             blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
     for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
-        for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in, {"keys": chunk}):
+        for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in(chunk)):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
         for ch, v in r.row.value_versions.items():
@@ -268,7 +263,7 @@ def list_page(
             if hit is not None:
                 r.values[ch] = hit
     for chunk in _chunks(list(by_key), st.qb.in_list_chunk):
-        for w in conn.execute(st.writes_in, {"keys": chunk}):
+        for w in conn.execute(st.writes_in(chunk)):
             by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
                 (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
             )

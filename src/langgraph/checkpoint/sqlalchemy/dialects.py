@@ -33,7 +33,9 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    or_,
     select,
+    tuple_,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Dialect, make_url
@@ -346,10 +348,28 @@ class QueryBuilder:
         self._mysql = dialect_name in ("mysql", "mariadb")
         self._value_limit: int | None = None
 
-    #: Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
-    #: recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
-    #: SQLite caps bound parameters at 32,766. Reads split longer lists into chunks.
-    in_list_chunk = 500
+    # Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
+    # recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
+    # SQLite caps bound parameters at 32,766. Reads split longer lists into chunks.
+    @property
+    def in_list_chunk(self) -> int:
+        """Keys put in one :meth:`keys_in` condition (see the comment above)."""
+        return 200 if self.dialect_name == "sqlite" else 500
+
+    def keys_in(self, columns: Sequence[Any], keys: Sequence[Sequence[Any]]) -> ColumnElement[bool]:
+        """Condition: ``columns`` equal one of ``keys`` (composite primary-key lookups).
+
+        ``(a, b) IN ((?, ?), ...)`` on PostgreSQL and MySQL, which look each key up in
+        the index. SQLite turns a row-value IN list into a scan of the whole table, so
+        there it is ``(a = ? AND b = ?) OR ...``, which SQLite runs as one index lookup a
+        key (MULTI-INDEX OR). At most :attr:`in_list_chunk` keys: SQLite caps expression
+        depth at 1,000.
+        """
+        if self.dialect_name == "sqlite":
+            return or_(
+                *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in keys)
+            )
+        return tuple_(*columns).in_([tuple(k) for k in keys])
 
     def _insert(self, table: Table) -> Any:
         if self.dialect_name == "sqlite":

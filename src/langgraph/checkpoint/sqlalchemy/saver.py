@@ -51,6 +51,8 @@ from .schema import (
     ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
     checkpoints,
+    promoted_source,
+    promoted_step,
     run_key,
 )
 
@@ -449,6 +451,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             "checkpoint_id": checkpoint_id,
             "parent_checkpoint_id": parent_id,
             "run_id": run_key(meta.get("run_id")),
+            "source": promoted_source(meta.get("source")),
+            "step": promoted_step(meta.get("step")),
             "type": type_,
             "checkpoint": data,
             "metadata": meta,
@@ -530,13 +534,23 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                     "filter must be a dict of metadata keys to JSON values, got "
                     f"{type(filter).__name__}."
                 )
+            json_filters = []
             for key, value in filter.items():
                 try:
                     # Built once here to refuse a bad filter before any query runs.
                     self._qb.metadata_equals(checkpoints.c.metadata, key, value)
                 except (TypeError, ValueError) as e:
                     raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
-        return _ops.ListQuery(tuple(where), tuple((filter or {}).items()))
+                # The promoted, indexed columns answer LangGraph's own keys exactly (same
+                # JSON semantics); other keys and values query the JSON document.
+                if key == "source" and (source := promoted_source(value)) is not None:
+                    where.append(checkpoints.c.source == canonical_json(source))
+                elif key == "step" and (step := promoted_step(value)) is not None:
+                    where.append(checkpoints.c.step == step)
+                else:
+                    json_filters.append((key, value))
+            return _ops.ListQuery(tuple(where), tuple(json_filters))
+        return _ops.ListQuery(tuple(where))
 
     # -- the saver contract: sync --------------------------------------------------------
 

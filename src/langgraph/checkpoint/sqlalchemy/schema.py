@@ -7,7 +7,8 @@ application's own tables in one database:
 * ``lgsa_checkpoints``: one row per checkpoint. The checkpoint itself (without its
   channel values) is serialised by the saver's ``serde``; ``metadata`` is JSON (JSONB on
   PostgreSQL) so that ``list(filter=...)`` runs in the database; ``run_id`` is promoted
-  out of the metadata into an indexed column; ``value_versions`` is the JSON object
+  out of the metadata into an indexed column, and so are ``source`` and ``step``, which
+  the common filters ``{"source": "loop", "step": n}`` use; ``value_versions`` is the JSON object
   ``{channel: version}`` of the channels whose value this checkpoint holds (the keys of
   its ``channel_values``): what a delta-history walk reads to know where a channel is
   seeded, and what blob clean-up reads to know which blobs are still referenced,
@@ -34,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     Index,
     Integer,
@@ -59,6 +61,8 @@ __all__ = [
     "blobs",
     "checkpoints",
     "metadata",
+    "promoted_source",
+    "promoted_step",
     "run_key",
     "writes",
 ]
@@ -75,6 +79,8 @@ ID_MAX_LENGTH = 64
 CHANNEL_MAX_LENGTH = 150
 #: Width of the promoted ``run_id`` column; longer run ids are stored as a digest.
 RUN_KEY_MAX_LENGTH = 80
+#: Width of the promoted ``source`` column (LangGraph writes input/loop/update/fork).
+SOURCE_MAX_LENGTH = 64
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
 VERSION_TABLE = "lgsa_alembic_version"
@@ -133,6 +139,28 @@ MYSQL_TABLE_OPTIONS: dict[str, Any] = {
 }
 
 
+def promoted_source(source: object) -> str | None:
+    """The ``source`` column for a ``metadata["source"]``: the string, or None when it is
+    not a string of at most :data:`SOURCE_MAX_LENGTH` characters (filters on such values
+    fall back to the JSON document)."""
+    if isinstance(source, str) and len(source) <= SOURCE_MAX_LENGTH:
+        return source
+    return None
+
+
+def promoted_step(step: object) -> int | None:
+    """The ``step`` column for a ``metadata["step"]``: the number when it is an integer
+    (or an integral float: JSON numbers compare as numbers), None otherwise; booleans are
+    not numbers."""
+    if isinstance(step, bool):
+        return None
+    if isinstance(step, float) and step.is_integer() and abs(step) < 2**63:
+        return int(step)
+    if isinstance(step, int) and -(2**63) <= step < 2**63:
+        return step
+    return None
+
+
 def run_key(run_id: object) -> str | None:
     """The value of the indexed ``run_id`` column for a ``metadata["run_id"]``.
 
@@ -161,13 +189,16 @@ checkpoints = Table(
     _key("checkpoint_id", ID_MAX_LENGTH),
     Column("parent_checkpoint_id", KeyText(ID_MAX_LENGTH), nullable=True),
     Column("run_id", KeyText(RUN_KEY_MAX_LENGTH), nullable=True),
+    Column("source", KeyText(SOURCE_MAX_LENGTH), nullable=True),
+    Column("step", BigInteger, nullable=True),
     Column("type", String(64), nullable=False),
     Column("checkpoint", BINARY, nullable=False),
     Column("metadata", JSON_DOCUMENT, nullable=False),
     Column("value_versions", JSON_DOCUMENT, nullable=False),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
-    Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id"),
+    Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
+    Index("ix_lgsa_checkpoints_source_step", "source", "step"),
     **MYSQL_TABLE_OPTIONS,
 )
 
