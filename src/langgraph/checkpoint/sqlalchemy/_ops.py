@@ -87,20 +87,34 @@ class Statements:
             blobs.c.version,
         )
         self._write_key = (writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id)
+        # Statements per number of keys, built once (the dict holds at most
+        # qb.in_list_chunk entries each).
+        self._blobs_in: dict[int, Any] = {}
+        self._writes_in: dict[int, Any] = {}
         self.delete_thread = [
             delete(t).where(t.c.thread_id == bindparam("thread_id"))
             for t in (writes, blobs, checkpoints)
         ]
 
-    def blobs_in(self, keys: Sequence[BlobKey]) -> Select[Any]:
-        """The blobs of these ``(thread_id, checkpoint_ns, channel, version)`` keys."""
-        return select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
-            self.qb.keys_in(self._blob_columns, keys)
-        )
+    def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
+        """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
+        keys (at most ``qb.in_list_chunk``)."""
+        stmt = self._blobs_in.get(len(keys))
+        if stmt is None:
+            stmt = select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
+                self.qb.keys_in(self._blob_columns, len(keys))
+            )
+            self._blobs_in[len(keys)] = stmt
+        return conn.execute(stmt, self.qb.keys_params(keys))
 
-    def writes_in(self, keys: Sequence[CheckpointKey]) -> Select[Any]:
-        """The writes of these ``(thread_id, checkpoint_ns, checkpoint_id)`` checkpoints."""
-        return select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, keys))
+    def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
+        """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
+        checkpoints (at most ``qb.in_list_chunk``)."""
+        stmt = self._writes_in.get(len(keys))
+        if stmt is None:
+            stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
+            self._writes_in[len(keys)] = stmt
+        return conn.execute(stmt, self.qb.keys_params(keys))
 
 
 @dataclass
@@ -179,7 +193,7 @@ def get_checkpoint(
     record = CheckpointRecord(row)
     keys = [(thread_id, checkpoint_ns, ch, v) for ch, v in row.value_versions.items()]
     for chunk in _chunks(keys, st.qb.in_list_chunk):
-        for _t, _ns, channel, _v, type_, blob in conn.execute(st.blobs_in(chunk)):
+        for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
             record.values[channel] = (type_, blob)
     record.writes = [
         (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
@@ -255,7 +269,7 @@ def list_page(
             blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
     for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
-        for t, ns, ch, v, type_, blob in conn.execute(st.blobs_in(chunk)):
+        for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
         for ch, v in r.row.value_versions.items():
@@ -263,7 +277,7 @@ def list_page(
             if hit is not None:
                 r.values[ch] = hit
     for chunk in _chunks(list(by_key), st.qb.in_list_chunk):
-        for w in conn.execute(st.writes_in(chunk)):
+        for w in st.writes_in(conn, chunk):
             by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
                 (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
             )

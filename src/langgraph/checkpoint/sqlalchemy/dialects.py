@@ -26,6 +26,7 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    bindparam,
     case,
     cast,
     event,
@@ -356,20 +357,31 @@ class QueryBuilder:
         """Keys put in one :meth:`keys_in` condition (see the comment above)."""
         return 200 if self.dialect_name == "sqlite" else 500
 
-    def keys_in(self, columns: Sequence[Any], keys: Sequence[Sequence[Any]]) -> ColumnElement[bool]:
-        """Condition: ``columns`` equal one of ``keys`` (composite primary-key lookups).
+    def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
+        """Condition: ``columns`` equal one of ``count`` keys (composite primary-key
+        lookups), with bound parameters filled by :meth:`keys_params`.
 
-        ``(a, b) IN ((?, ?), ...)`` on PostgreSQL and MySQL, which look each key up in
-        the index. SQLite turns a row-value IN list into a scan of the whole table, so
-        there it is ``(a = ? AND b = ?) OR ...``, which SQLite runs as one index lookup a
-        key (MULTI-INDEX OR). At most :attr:`in_list_chunk` keys: SQLite caps expression
-        depth at 1,000.
+        ``(a, b) IN ((?, ?), ...)`` (one expanding parameter) on PostgreSQL and MySQL,
+        which look each key up in the index. SQLite turns a row-value IN list into a scan
+        of the whole table, so there it is ``(a = ? AND b = ?) OR ...``, which SQLite runs
+        as one index lookup a key (MULTI-INDEX OR). At most :attr:`in_list_chunk` keys:
+        SQLite caps expression depth at 1,000. Build it once per ``count`` and reuse it:
+        the compiled statement is then cached.
         """
         if self.dialect_name == "sqlite":
             return or_(
-                *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in keys)
+                *(
+                    and_(*(c == bindparam(f"k{i}_{j}") for j, c in enumerate(columns)))
+                    for i in range(count)
+                )
             )
-        return tuple_(*columns).in_([tuple(k) for k in keys])
+        return tuple_(*columns).in_(bindparam("keys", expanding=True))
+
+    def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
+        if self.dialect_name == "sqlite":
+            return {f"k{i}_{j}": v for i, key in enumerate(keys) for j, v in enumerate(key)}
+        return {"keys": [tuple(k) for k in keys]}
 
     def _insert(self, table: Table) -> Any:
         if self.dialect_name == "sqlite":
