@@ -189,7 +189,13 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 def _sqlite_on_begin(connection: Connection) -> None:
     write = connection.get_execution_options().get(WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+    # Straight to the driver: this runs before every transaction, and going through
+    # exec_driver_sql costs a full SQLAlchemy execution each time.
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    finally:
+        cursor.close()
 
 
 #: Recursion allowed to a recursive CTE on MySQL/MariaDB, whose defaults (1,000) are
