@@ -1,0 +1,89 @@
+"""``python -m benchmarks [--quick] [--out PATH] [--markdown]``: run every workload on our
+saver and the official savers, interleaved in this process, print the ratios, write JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+from .backends import DIALECTS, Servers
+from .report import build_rows, environment, markdown_section, old_section, print_table, update_doc
+from .runner import FULL, QUICK, Bench, log
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
+    parser.add_argument(
+        "--out",
+        default=os.path.join(ROOT, "benchmarks", "results", "latest.json"),
+        help="JSON results (default: benchmarks/results/latest.json)",
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help=f"rewrite the results section of {DOC}"
+    )
+    parser.add_argument("--repeats", type=int, help="override the number of repeats")
+    parser.add_argument(
+        "--dialects",
+        default=",".join(DIALECTS),
+        help="comma list of sqlite, postgres, mariadb (default: all)",
+    )
+    args = parser.parse_args(argv)
+    dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))
+    sizes = QUICK if args.quick else FULL
+    if args.repeats:
+        sizes = dataclasses.replace(sizes, repeats=args.repeats)
+    # asyncmy logs MariaDB's notes while our tables are created ("Name ... ignored").
+    logging.getLogger("asyncmy").setLevel(logging.ERROR)
+
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    log(f"benchmark: {'quick' if args.quick else 'full'}, dialects {', '.join(dialects)}")
+    servers = Servers(dialects)
+    try:
+        server_versions = servers.server_versions()
+        raw = Bench(servers, sizes, dialects).run()
+    finally:
+        servers.close()
+    wall = time.perf_counter() - t0
+    log(f"done in {wall:.0f} s")
+
+    rows = build_rows(raw, sizes, dialects)
+    print_table(rows)
+    command = "python -m benchmarks" + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else "")
+    result = {
+        "command": command,
+        "started": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "wall_seconds": round(wall, 1),
+        "quick": args.quick,
+        "dialects": list(dialects),
+        "sizes": dataclasses.asdict(sizes),
+        "environment": environment(server_versions),
+        "rows": [r.as_dict() for r in rows],
+        "raw": [
+            {"metric": m, "dialect": d, "mode": mode, "impl": i, "values": v}
+            for (m, d, mode, i), v in raw.items()
+        ],
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    print(f"JSON: {args.out}")
+    if args.markdown:
+        update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
+        print(f"Markdown: {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
