@@ -27,13 +27,6 @@ def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
 
 
-def delete_threads(conn: Connection, st: Statements, thread_ids: Sequence[str]) -> None:
-    """Delete every row of the given threads (``prune(strategy="delete")``)."""
-    for thread_id in thread_ids:
-        for stmt in st.delete_thread:
-            conn.execute(stmt, {"thread_id": thread_id})
-
-
 def prune_keep_latest(
     conn: Connection, st: Statements, thread_id: str, pending_channels: PendingChannels
 ) -> None:

@@ -826,7 +826,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> _PrunePlan:
         threads = [_thread(t) for t in _id_list(thread_ids, "thread_ids")]
         if strategy == "delete":
-            return [(_maintenance.delete_threads, (self._st, [t])) for t in threads]
+            return [(_ops.delete_thread, (self._st, t)) for t in threads]
         if strategy == "keep_latest":
             return [
                 (_maintenance.prune_keep_latest, (self._st, t, self._pending_delta_channels))
