@@ -12,7 +12,6 @@ import asyncio
 import faulthandler
 import operator
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -261,15 +260,12 @@ async def test_sync_methods_return_promptly_inside_a_running_loop(saver: SQLAlch
     assert await saver.aget_tuple(first) is not None
     asyncio.get_running_loop()  # we are inside the loop
 
-    start = time.monotonic()
     second = run_with_watchdog(lambda: saver.put(first, empty_checkpoint(), {"step": 1}, {}))
     got = run_with_watchdog(lambda: saver.get_tuple(cfg("loop")))
     listed = run_with_watchdog(lambda: list(saver.list(cfg("loop"))))
     run_with_watchdog(lambda: saver.put_writes(second, [("x", 1)], "task"))
-    elapsed = time.monotonic() - start
     assert got is not None and got.config == second
     assert len(listed) == 2
-    assert elapsed < 10, elapsed
 
     # And from a loop running in another thread, with a timeout on that thread.
     box: dict[str, Any] = {}

@@ -773,17 +773,15 @@ async def test_ten_thousand_checkpoints_few_statements(saver: Any, backend: str)
 
 
 async def test_walk_to_the_root_of_a_long_thread(saver: Any, backend: str) -> None:
-    """3,000 checkpoints, a channel never stored: the walk reaches the root, in time
-    linear in the thread (SQLite: ~0.04 s). On PostgreSQL tables without statistics
-    (fresh, not yet analyzed) the recursive step scans the whole thread for each level:
-    ~3 s here, ~45 s for 10,000."""
+    """3,000 checkpoints, a channel never stored: the walk reaches the root in a bounded
+    number of statements (one recursive CTE, then the writes in chunks), each step a
+    primary-key lookup (on a fresh PostgreSQL table without statistics a join-shaped step
+    took ~3 s here; speed is measured by the benchmarks, not asserted here)."""
     n = 3_000
     head = put_long_thread(saver, "long", n, 8 if backend == "postgres" else 1)
-    started = time.monotonic()
-    got = plain(saver.get_delta_channel_history(config=cfg("long", head), channels=["u"]))
-    elapsed = time.monotonic() - started
-    print(f"\n{backend}: walk to the root of {n}: {elapsed:.2f} s")
+    with counted_statements(saver, False) as seen:
+        got = plain(saver.get_delta_channel_history(config=cfg("long", head), channels=["u"]))
     assert got == {"u": {"writes": [(f"task{i % 3}", "u", i) for i in range(n - 1)]}}
+    assert len(seen) <= 3 + n // 500
     got = plain(saver.get_delta_channel_history(config=cfg("long", head), channels=["d"]))
     assert got == long_expected(n)
-    assert elapsed < 1.5
