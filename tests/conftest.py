@@ -8,7 +8,7 @@ dropped at its end, or a new MariaDB database dropped after the test, so nothing
 between tests or runs.
 
 MariaDB: ``LGSA_TEST_MARIADB_URL`` (default
-``mysql+pymysql://root@127.0.0.1:3306/test``).
+``mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4``).
 
 PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database

@@ -367,12 +367,13 @@ class QueryBuilder:
         """Condition: ``columns`` equal one of ``count`` keys (composite primary-key
         lookups), with bound parameters filled by :meth:`keys_params`.
 
-        ``(a, b) IN ((?, ?), ...)`` (one expanding parameter) on PostgreSQL and MySQL,
-        which look each key up in the index. SQLite turns a row-value IN list into a scan
-        of the whole table, so there it is ``(a = ? AND b = ?) OR ...``, which SQLite runs
-        as one index lookup a key (MULTI-INDEX OR). At most :attr:`in_list_chunk` keys:
-        SQLite caps expression depth at 1,000. Build it once per ``count`` and reuse it:
-        the compiled statement is then cached.
+        ``(a, b) IN (SELECT * FROM unnest(?, ?))`` with one array a column on
+        PostgreSQL (planning a long row-value IN list costs it more than running it);
+        ``(a, b) IN ((?, ?), ...)`` (one expanding parameter) on MySQL. SQLite turns a
+        row-value IN list into a scan of the whole table, so there it is ``(a = ? AND
+        b = ?) OR ...``, which SQLite runs as one index lookup a key (MULTI-INDEX OR). At
+        most :attr:`in_list_chunk` keys: SQLite caps expression depth at 1,000. Build it
+        once per ``count`` and reuse it: the compiled statement is then cached.
         """
         if self.dialect_name == "sqlite":
             return or_(
@@ -381,12 +382,25 @@ class QueryBuilder:
                     for i in range(count)
                 )
             )
+        if self.dialect_name == "postgresql":
+            # One array a column, unnested into rows: planning a long row-value IN list
+            # costs PostgreSQL ~130 ms for 500 keys, the unnest ~6 ms all told.
+            names = [f"k{j}" for j in range(len(columns))]
+            rows = (
+                func.unnest(*(bindparam(n, type_=postgresql.ARRAY(Text)) for n in names))
+                .table_valued(*names)
+                .render_derived(name="lgsa_keys")
+            )
+            return tuple_(*columns).in_(select(*(rows.c[n] for n in names)))
         return tuple_(*columns).in_(bindparam("keys", expanding=True))
 
     def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
         if self.dialect_name == "sqlite":
             return {f"k{i}_{j}": v for i, key in enumerate(keys) for j, v in enumerate(key)}
+        if self.dialect_name == "postgresql":
+            width = len(keys[0]) if keys else 0
+            return {f"k{j}": [key[j] for key in keys] for j in range(width)}
         return {"keys": [tuple(k) for k in keys]}
 
     def _insert(self, table: Table) -> Any:
