@@ -586,9 +586,9 @@ class QueryBuilder:
         """Serialise schema migrations across processes, within the open transaction.
 
         PostgreSQL: ``pg_advisory_xact_lock`` (released at commit or rollback); MySQL and
-        MariaDB: ``GET_LOCK`` (released on exit); SQLite: the migration transaction is
-        begun with ``BEGIN IMMEDIATE`` (see :data:`WRITE_OPTION`), which already excludes
-        other writers.
+        MariaDB: ``GET_LOCK``, released on exit after committing the migration's work;
+        SQLite: the migration transaction is begun with ``BEGIN IMMEDIATE`` (see
+        :data:`WRITE_OPTION`), which already excludes other writers.
 
         Args:
             connection: A connection inside the migration transaction.
@@ -605,6 +605,10 @@ class QueryBuilder:
                 raise TimeoutError("could not take the lgsa_migrations lock within 300 s")
             try:
                 yield
+                # Commit the version row BEFORE the lock goes: the next process must see
+                # it (InnoDB would show it the old snapshot, and its own insert of the
+                # same row would then collide). MySQL DDL has committed the rest already.
+                connection.exec_driver_sql("COMMIT")
             finally:
                 connection.execute(select(func.release_lock("lgsa_migrations")))
         else:
