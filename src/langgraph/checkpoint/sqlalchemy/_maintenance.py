@@ -23,8 +23,8 @@ channels that must be rebuilt from history). Decodes the checkpoint: pure CPU.""
 _CHUNK = 500
 
 
-def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
-    return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def prune_keep_latest(
@@ -79,7 +79,7 @@ def prune_keep_latest(
                     *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids)),
                 )
             )
-    _delete_orphans(conn, thread_id, stored_blobs)
+    _delete_orphans(conn, st, thread_id, stored_blobs)
 
 
 BlobKeys = list[tuple[str, str, str]]
@@ -95,7 +95,7 @@ def _blob_keys(conn: Connection, thread_id: str) -> BlobKeys:
     return [(ns, ch, v) for ns, ch, v in rows]
 
 
-def _delete_orphans(conn: Connection, thread_id: str, stored: BlobKeys) -> None:
+def _delete_orphans(conn: Connection, st: Statements, thread_id: str, stored: BlobKeys) -> None:
     """Delete the blobs among ``stored`` that no checkpoint of the thread holds now.
 
     ``stored`` must be read BEFORE the holders: a put commits its blobs and its
@@ -112,12 +112,11 @@ def _delete_orphans(conn: Connection, thread_id: str, stored: BlobKeys) -> None:
     ):
         held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
     orphans = [k for k in stored if k not in held]
-    for chunk in _chunks(orphans):
+    key = (blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version)
+    for chunk in _chunks(orphans, st.qb.in_list_chunk):
         conn.execute(
-            delete(blobs).where(
-                blobs.c.thread_id == thread_id,
-                tuple_(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).in_(chunk),
-            )
+            delete(blobs).where(blobs.c.thread_id == thread_id, st.qb.keys_in(key, len(chunk))),
+            st.qb.keys_params(chunk),
         )
 
 
@@ -150,7 +149,7 @@ def copy_thread(conn: Connection, source: str, target: str) -> None:
         )
 
 
-def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
+def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) -> None:
     """Delete the checkpoints whose ``run_id`` is listed, their writes, and blobs left
     unreferenced in their threads. Uses the indexed ``run_id`` column.
 
@@ -182,4 +181,4 @@ def delete_for_runs(conn: Connection, run_ids: Sequence[str]) -> None:
         )
         conn.execute(delete(c).where(c.c.run_id.in_(chunk)))
         for t in threads:
-            _delete_orphans(conn, t, stored_blobs[t])
+            _delete_orphans(conn, st, t, stored_blobs[t])

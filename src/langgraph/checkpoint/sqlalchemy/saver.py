@@ -683,7 +683,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         keys = _run_keys(run_ids)
         if keys:
-            self._run(True, _maintenance.delete_for_runs, keys)
+            self._run(True, _maintenance.delete_for_runs, self._st, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -799,7 +799,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """Async :meth:`delete_for_runs`."""
         keys = _run_keys(run_ids)
         if keys:
-            await self._arun(True, _maintenance.delete_for_runs, keys)
+            await self._arun(True, _maintenance.delete_for_runs, self._st, keys)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
