@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, String, and_, delete, func, insert, literal, select, tuple_
 
 from . import _history
-from ._ops import Statements
+from ._ops import Statements, _chunks
 from .errors import ThreadNotEmptyError
 from .schema import blobs, checkpoints, writes
 
@@ -21,10 +21,6 @@ PendingChannels = Callable[[Any], Sequence[str]]
 channels that must be rebuilt from history). Decodes the checkpoint: pure CPU."""
 
 _CHUNK = 500
-
-
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> list[Sequence[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def prune_keep_latest(
@@ -76,7 +72,7 @@ def prune_keep_latest(
                     table.c.thread_id == thread_id,
                     table.c.checkpoint_ns == checkpoint_ns,
                     table.c.checkpoint_id < latest_id,
-                    *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids)),
+                    *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids, _CHUNK)),
                 )
             )
     _delete_orphans(conn, st, thread_id, stored_blobs)
@@ -158,7 +154,7 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
         run_ids: Values of the ``run_id`` column (:func:`.schema.run_key`).
     """
     c = checkpoints
-    for chunk in _chunks(list(run_ids)):
+    for chunk in _chunks(list(run_ids), _CHUNK):
         threads = [
             t
             for (t,) in conn.execute(select(c.c.thread_id).where(c.c.run_id.in_(chunk)).distinct())

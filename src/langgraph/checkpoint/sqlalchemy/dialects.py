@@ -437,6 +437,27 @@ class QueryBuilder:
             set_={c: stmt.excluded[c] for c in update},
         )
 
+    def check_filter(self, key: object, value: Any) -> tuple[str, str]:
+        """Check one metadata filter item; return its key (NUL removed) and value as JSON text.
+
+        Raises:
+            TypeError: ``key`` is not a string or ``value`` is not JSON.
+            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow, or
+                (MySQL/MariaDB) ``key`` starts with "-".
+        """
+        if not isinstance(key, str):
+            raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
+        key = _json_string(key)
+        text = _json_text(value)
+        if self._mysql and key.startswith("-"):
+            # MariaDB's path parser reads a quoted key that starts with "-" as a
+            # negative array index and matches nothing: refuse rather than answer wrong.
+            raise ValueError(
+                "MySQL/MariaDB JSON paths cannot address a key that starts with '-'; "
+                "rename the metadata key"
+            )
+        return key, text
+
     def metadata_equals(
         self, column: Any, key: str, value: Any, dialect: Dialect | None = None
     ) -> ColumnElement[bool]:
@@ -468,17 +489,7 @@ class QueryBuilder:
             TypeError: ``key`` is not a string or ``value`` is not JSON.
             ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow.
         """
-        if not isinstance(key, str):
-            raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
-        key = _json_string(key)
-        text = _json_text(value)
-        if self._mysql and key.startswith("-"):
-            # MariaDB's path parser reads a quoted key that starts with "-" as a
-            # negative array index and matches nothing: refuse rather than answer wrong.
-            raise ValueError(
-                "MySQL/MariaDB JSON paths cannot address a key that starts with '-'; "
-                "rename the metadata key"
-            )
+        key, text = self.check_filter(key, value)
         if self.dialect_name == "sqlite":
             return self._sqlite_equals(column, key, value, text)
         if self.dialect_name == "postgresql":

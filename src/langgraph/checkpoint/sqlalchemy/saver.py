@@ -537,8 +537,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             json_filters = []
             for key, value in filter.items():
                 try:
-                    # Built once here to refuse a bad filter before any query runs.
-                    self._qb.metadata_equals(checkpoints.c.metadata, key, value)
+                    # Refuse a bad filter before any query runs.
+                    self._qb.check_filter(key, value)
                 except (TypeError, ValueError) as e:
                     raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
                 # The promoted, indexed columns answer LangGraph's own keys exactly (same
