@@ -142,9 +142,14 @@ async def saver_factory(
 
 
 @pytest.fixture
-def saver(saver_factory: Any) -> SQLAlchemySaver:
-    """A set-up saver with empty tables on the test's backend."""
-    return saver_factory()  # type: ignore[no-any-return]
+def saver(saver_factory: Any, request: pytest.FixtureRequest) -> SQLAlchemySaver:
+    """A set-up saver with empty tables on the test's backend.
+
+    ``@pytest.mark.saver_kwargs(...)`` on a test or module passes saver arguments (for
+    example ``inline_limit=0``: every channel value in the blobs table).
+    """
+    marker = request.node.get_closest_marker("saver_kwargs")
+    return saver_factory(**(marker.kwargs if marker else {}))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(params=("sync", "async"))

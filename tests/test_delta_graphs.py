@@ -54,13 +54,17 @@ def _engine(saver: Any) -> Any:
     return saver.engine
 
 
-def stored_bytes(saver: Any, thread_id: str, tables: Sequence[Any] = (blobs, writes)) -> int:
-    """Bytes of serialised values stored for a thread: ``blob`` columns of the tables."""
+def stored_bytes(
+    saver: Any, thread_id: str, tables: Sequence[Any] = (blobs, writes, checkpoints)
+) -> int:
+    """Bytes of serialised values stored for a thread: ``blob`` columns of the tables,
+    and the values stored in checkpoint rows (``inline_values``)."""
     total = 0
     with _engine(saver).connect() as conn:
         for table in tables:
+            column = table.c.inline_values if table is checkpoints else table.c.blob
             total += conn.execute(
-                select(func.coalesce(func.sum(func.length(table.c.blob)), 0)).where(
+                select(func.coalesce(func.sum(func.length(column)), 0)).where(
                     table.c.thread_id == thread_id
                 )
             ).scalar_one()

@@ -27,6 +27,11 @@ from .doors import Door
 
 TABLES = {"checkpoints": checkpoints, "blobs": blobs, "writes": writes}
 
+# These tests follow blobs row by row (which ones prune and delete_for_runs keep), so
+# every channel value goes to the blobs table here. Graph tests (test_delta_graphs) prune
+# and resume with the default, values inline in the checkpoint rows.
+pytestmark = pytest.mark.saver_kwargs(inline_limit=0)
+
 # -- helpers -----------------------------------------------------------------------------
 
 

@@ -23,8 +23,14 @@ from langgraph.checkpoint.base import (
 )
 from sqlalchemy import func, select
 
-from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointMetadataError
+from langgraph.checkpoint.sqlalchemy import (
+    CheckpointConfigError,
+    CheckpointMetadataError,
+    SQLAlchemySaver,
+)
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
+
+from .doors import Door
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -258,7 +264,8 @@ async def test_mutating_callers_dicts_after_put_changes_nothing(door: Any) -> No
 
 async def test_unchanged_channel_is_returned_and_stored_once(door: Any) -> None:
     saver = door.saver
-    first, v1 = next_checkpoint(saver, None, {"big": "B" * 10_000, "small": 1})
+    big = "B" * 100_000  # over the inline limit: in the blobs table
+    first, v1 = next_checkpoint(saver, None, {"big": big, "small": 1})
     c1 = await door.put(cfg("t"), first, {}, v1)
     second, v2 = next_checkpoint(saver, first, {"small": 2})
     assert set(v2) == {"small"}
@@ -269,16 +276,60 @@ async def test_unchanged_channel_is_returned_and_stored_once(door: Any) -> None:
 
     got = await door.get_tuple(c2)
     assert got is not None
-    assert got.checkpoint["channel_values"] == {"big": "B" * 10_000, "small": 2}
+    assert got.checkpoint["channel_values"] == {"big": big, "small": 2}
     latest = await door.get_tuple(cfg("t"))
     assert latest is not None
-    assert latest.checkpoint["channel_values"] == {"big": "B" * 10_000, "small": 3}
+    assert latest.checkpoint["channel_values"] == {"big": big, "small": 3}
     listed = await door.list(cfg("t"))
-    assert [t.checkpoint["channel_values"]["big"] for t in listed] == ["B" * 10_000] * 3
+    assert [t.checkpoint["channel_values"]["big"] for t in listed] == [big] * 3
 
+    # the large value once, the small ones in their checkpoints' rows
     assert count_rows(saver, blobs, thread_id="t", channel="big") == 1
-    assert count_rows(saver, blobs, thread_id="t", channel="small") == 3
-    assert count_rows(saver, blobs) == 4
+    assert count_rows(saver, blobs) == 1
+
+
+async def test_small_values_are_stored_in_the_checkpoint_row(door: Any) -> None:
+    saver = door.saver
+    checkpoint, versions = next_checkpoint(saver, None, {"msgs": ["m" * 200] * 20, "n": 1})
+    config = await door.put(cfg("t"), checkpoint, {}, versions)
+    assert count_rows(saver, blobs) == 0
+    got = await door.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_values"] == {"msgs": ["m" * 200] * 20, "n": 1}
+
+
+@pytest.mark.saver_kwargs(inline_limit=0)
+async def test_inline_limit_0_stores_every_value_in_the_blobs_table(door: Any) -> None:
+    saver = door.saver
+    checkpoint, versions = next_checkpoint(saver, None, {"a": 1, "b": "x"})
+    config = await door.put(cfg("t"), checkpoint, {}, versions)
+    assert count_rows(saver, blobs) == 2
+    got = await door.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_values"] == {"a": 1, "b": "x"}
+
+
+async def test_lowering_inline_limit_keeps_unchanged_values(door: Any, saver_factory: Any) -> None:
+    # A value stored inline by one saver, then carried unchanged by a saver that would
+    # not inline it, must still be found: it goes to the blobs table then.
+    saver = door.saver
+    first, v1 = next_checkpoint(saver, None, {"doc": "D" * 5000, "n": 1})
+    c1 = await door.put(cfg("t"), first, {}, v1)
+    assert count_rows(saver, blobs) == 0
+    strict = Door(saver_factory(shared=True, inline_limit=100), door.mode)
+    second, v2 = next_checkpoint(saver, first, {"n": 2})
+    c2 = await strict.put(c1, second, {}, v2)
+    for reader in (door, strict):
+        got = await reader.get_tuple(c2)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"doc": "D" * 5000, "n": 2}
+    assert count_rows(saver, blobs, channel="doc") == 1
+
+
+def test_inline_limit_out_of_range_is_refused() -> None:
+    for bad in (-1, 16 * 1024 + 1, "10"):
+        with pytest.raises(ValueError, match="inline_limit"):
+            SQLAlchemySaver.from_conn_string(":memory:", inline_limit=bad)
 
 
 async def test_channel_in_versions_but_not_in_values_is_absent(door: Any) -> None:

@@ -11,7 +11,8 @@ its bound-parameter lists must be split):
    row where every requested channel has been seeded, or at the root. Parent pointers,
    not id ranges: ids need not sort in parent order.
 2. :func:`fetch`: one ``UNION ALL`` with, per channel, a branch of its writes on its own
-   chain (the rows up to and including its seed) and a branch of its seed blob.
+   chain (the rows up to and including its seed) and branches of its seed: the seed
+   checkpoint's ``inline_values`` and the blob of the seed version.
 
 Like :mod:`._ops`, these are sync functions on a ``Connection``, run directly by the
 sync methods and through ``run_sync`` by the async ones.
@@ -41,9 +42,10 @@ from sqlalchemy import (
 from sqlalchemy.sql import cast as sql_cast
 from sqlalchemy.sql.base import Executable
 
+from . import _inline
 from ._ops import Statements
 from .errors import CheckpointHistoryError
-from .schema import blobs, checkpoints, writes
+from .schema import ID_MAX_LENGTH, KeyText, blobs, checkpoints, writes
 
 #: Longest parent chain walked; a longer one (or a cycle forged with raw SQL or by
 #: re-putting ids) raises instead of running without end.
@@ -201,33 +203,41 @@ def fetch(
         ``{channel: ChannelHistory}`` for every requested channel.
     """
     depth_of = {row.checkpoint_id: row.depth for row in walked}
-    branches: list[tuple[str, list[str], str | None]] = []
+    branches: list[tuple[str, list[str], tuple[str, str] | None]] = []
     for ch in channels:
         ids: list[str] = []
-        seed_version: str | None = None
+        seed: tuple[str, str] | None = None
         for row in walked:
             ids.append(row.checkpoint_id)
             if ch in row.value_versions:
-                seed_version = row.value_versions[ch]
+                seed = (row.checkpoint_id, row.value_versions[ch])
                 break
-        branches.append((ch, ids, seed_version))
+        branches.append((ch, ids, seed))
     result = {ch: ChannelHistory() for ch in channels}
+    inline_seeds: dict[str, tuple[str, bytes | None]] = {}
     for stmt in _statements(thread_id, checkpoint_ns, branches):
         for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
             history = result[ch]
             if kind == "s":
                 history.seed = (type_, blob)
+            elif kind == "i":
+                # The seed checkpoint's row: its value, when stored there.
+                value = _inline.unpack(blob).get(ch)
+                if value is not None:
+                    inline_seeds[ch] = value
             else:
                 history.writes.append(
                     (depth_of[checkpoint_id], task_path, task_id, idx, type_, blob)
                 )
+    for ch, value in inline_seeds.items():
+        result[ch].seed = value
     return result
 
 
 def _statements(
     thread_id: str,
     checkpoint_ns: str,
-    branches: Sequence[tuple[str, list[str], str | None]],
+    branches: Sequence[tuple[str, list[str], tuple[str, str] | None]],
 ) -> list[Executable]:
     """UNION ALL statements of write and seed branches, each within the parameter cap.
 
@@ -236,7 +246,7 @@ def _statements(
     (PostgreSQL needs typed UNION columns, which a bound parameter would not give).
     """
     parts: list[tuple[Select[Any], int]] = []
-    for ch, ids, seed_version in branches:
+    for ch, ids, seed in branches:
         for start in range(0, len(ids), _IN_LIST):
             chunk = ids[start : start + _IN_LIST]
             write_rows = select(
@@ -255,13 +265,14 @@ def _statements(
                 writes.c.checkpoint_id.in_(chunk),
             )
             parts.append((write_rows, len(chunk) + 3))
-        if seed_version is not None:
+        if seed is not None:
+            seed_id, seed_version = seed
             seed_row = select(
                 literal_column("'s'", String),
                 sql_cast(blobs.c.channel, Text),
-                sql_cast(null(), String),
+                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
                 sql_cast(null(), Text),
-                sql_cast(null(), String),
+                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
                 sql_cast(null(), Integer),
                 blobs.c.type,
                 blobs.c.blob,
@@ -271,7 +282,24 @@ def _statements(
                 blobs.c.channel == ch,
                 blobs.c.version == seed_version,
             )
+            # The value is in the seed checkpoint's row or in the blobs table.
+            inline_row = select(
+                literal_column("'i'", String),
+                sql_cast(literal(ch, Text), Text),
+                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+                sql_cast(null(), Text),
+                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+                sql_cast(null(), Integer),
+                sql_cast(null(), String),
+                checkpoints.c.inline_values,
+            ).where(
+                checkpoints.c.thread_id == thread_id,
+                checkpoints.c.checkpoint_ns == checkpoint_ns,
+                checkpoints.c.checkpoint_id == seed_id,
+                checkpoints.c.inline_values.is_not(None),
+            )
             parts.append((seed_row, 4))
+            parts.append((inline_row, 4))
     statements: list[Executable] = []
     batch: list[Select[Any]] = []
     bound = 0

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, bindparam, delete, select, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
+from . import _inline
 from .dialects import QueryBuilder
 from .schema import blobs, checkpoints, writes
 
@@ -36,6 +37,7 @@ _CHECKPOINT_COLUMNS = (
     checkpoints.c.checkpoint,
     checkpoints.c.metadata,
     checkpoints.c.value_versions,
+    checkpoints.c.inline_values,
 )
 _WRITE_COLUMNS = (
     writes.c.thread_id,
@@ -57,7 +59,17 @@ class Statements:
         self.qb = qb
         self.put_checkpoint = qb.upsert(
             checkpoints,
-            ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata", "value_versions"],
+            [
+                "parent_checkpoint_id",
+                "run_id",
+                "source",
+                "step",
+                "type",
+                "checkpoint",
+                "metadata",
+                "value_versions",
+                "inline_values",
+            ],
         )
         self.put_blobs = qb.insert_ignore(blobs)
         self.put_writes_first_wins = qb.insert_ignore(writes)
@@ -124,7 +136,8 @@ class CheckpointRecord:
     Attributes:
         row: ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,
             checkpoint, metadata, value_versions)``.
-        values: ``{channel: (type, blob)}`` of the channels that store a value.
+        values: ``{channel: (type, blob)}`` of the channels that store a value (those in
+            the row's ``inline_values`` first, then those found in the blobs table).
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
     """
 
@@ -180,7 +193,8 @@ def get_checkpoint(
 ) -> CheckpointRecord | None:
     """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
 
-    Three round trips: the checkpoint row, the blobs of the channel values it holds
+    Two round trips for a checkpoint whose values are all in its row (``inline_values``),
+    three otherwise: the checkpoint row, the blobs of its other channel values
     (``value_versions``), its writes.
     """
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
@@ -190,8 +204,12 @@ def get_checkpoint(
         row = conn.execute(st.latest, params).first()
     if row is None:
         return None
-    record = CheckpointRecord(row)
-    keys = [(thread_id, checkpoint_ns, ch, v) for ch, v in row.value_versions.items()]
+    record = CheckpointRecord(row, _inline.unpack(row.inline_values))
+    keys = [
+        (thread_id, checkpoint_ns, ch, v)
+        for ch, v in row.value_versions.items()
+        if ch not in record.values
+    ]
     for chunk in _chunks(keys, st.qb.in_list_chunk):
         for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
             record.values[channel] = (type_, blob)
@@ -259,20 +277,23 @@ def list_page(
         The page, newest first; fewer than ``size`` records means the listing is done.
     """
     rows = conn.execute(_page_select(conn, st, query, cursor, size)).all()
-    records = [CheckpointRecord(row) for row in rows]
+    records = [CheckpointRecord(row, _inline.unpack(row.inline_values)) for row in rows]
     if not records:
         return records
     by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
     blob_keys: dict[BlobKey, None] = {}
     for r in records:
         for ch, v in r.row.value_versions.items():
-            blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
+            if ch not in r.values:
+                blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
     for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
         for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
         for ch, v in r.row.value_versions.items():
+            if ch in r.values:
+                continue
             hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
             if hit is not None:
                 r.values[ch] = hit

@@ -355,6 +355,19 @@ class QueryBuilder:
         self._mysql = dialect_name in ("mysql", "mariadb")
         self._value_limit: int | None = None
 
+    @property
+    def async_in_thread(self) -> bool:
+        """Whether the async methods run the operation on the sync engine in a worker
+        thread (``asyncio.to_thread``) instead of on the async engine.
+
+        True on SQLite: its async driver, aiosqlite, runs every statement in a thread of
+        its own and hops back to the event loop after each, so an operation of four
+        statements (BEGIN, two statements, COMMIT) costs eight hops; one worker thread for
+        the whole operation costs two. The database work is the same sync function either
+        way. False elsewhere: psycopg and asyncmy speak the protocol on the event loop.
+        """
+        return self.dialect_name == "sqlite"
+
     # Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
     # recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
     # SQLite caps bound parameters at 32,766. Reads split longer lists into chunks.

@@ -9,6 +9,8 @@ are made from one URL and see the same data. Every dialect difference lives in
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import random
 import sqlite3
 import uuid
@@ -37,7 +39,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _history, _maintenance, _ops, migrate
+from . import _history, _inline, _maintenance, _ops, migrate
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
     CheckpointConfigError,
@@ -176,9 +178,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         serde: Serializer of checkpoints, channel values and writes (default:
             ``JsonPlusSerializer``; wrap it in ``EncryptedSerializer`` to encrypt at rest).
         schema: PostgreSQL schema holding the tables (default: the search path).
+        inline_limit: Largest serialised channel value, in bytes, stored in the
+            checkpoint's own row rather than in the blobs table (0 to 16,384; default
+            16,384). See :mod:`._inline`.
 
     Raises:
-        ValueError: Neither engine was given.
+        ValueError: Neither engine was given, or ``inline_limit`` is out of range.
         UnsupportedDialectError: The engine's dialect is not supported.
 
     Example:
@@ -197,8 +202,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
+        inline_limit: int = _inline.INLINE_VALUE_LIMIT,
     ) -> None:
         super().__init__(serde=serde)
+        self._inline_limit = _check_inline_limit(inline_limit)
         if engine is None and async_engine is None:
             raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
         self._owned: list[Engine | AsyncEngine] = []
@@ -233,6 +240,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
+        inline_limit: int = _inline.INLINE_VALUE_LIMIT,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -248,6 +256,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 ``mysql://...``.
             serde: See :class:`SQLAlchemySaver`.
             schema: See :class:`SQLAlchemySaver`.
+            inline_limit: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -257,11 +266,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             UnsupportedDialectError: The URL's dialect is not supported.
         """
+        _check_inline_limit(inline_limit)
         urls = resolve_urls(conn_string)
         keeper = sqlite3.connect(urls.memory, uri=True) if urls.memory else None
         engine = create_engine(urls.sync, **engine_kwargs)
         async_engine = create_async_engine(urls.async_, **engine_kwargs)
-        saver = cls(engine, async_engine, serde=serde, schema=schema)
+        saver = cls(engine, async_engine, serde=serde, schema=schema, inline_limit=inline_limit)
         saver._owned = [engine, async_engine]
         saver._keeper = keeper
         return saver
@@ -347,6 +357,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     async def _arun(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
+        if self._qb.async_in_thread:
+            # The same sync function on the sync engine, in one worker thread (see
+            # QueryBuilder.async_in_thread): the event loop is never blocked.
+            return await asyncio.to_thread(functools.partial(self._run, write, op, *a, **k))
         conn: AsyncConnection
         try:
             async with self._awrite.begin() if write else self._aread.connect() as conn:
@@ -424,26 +438,37 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 "float, bool, None, lists and dicts with string keys."
             ) from e
         values = checkpoint.get("channel_values") or {}
+        versions = checkpoint.get("channel_versions", {})
         blob_rows = []
-        for channel, version in new_versions.items():
-            if channel not in values:
-                continue
+        inline: list[_inline.InlineValue] = []
+        budget = _inline.INLINE_BUDGET
+        for channel, value in values.items():
+            if channel not in versions:
+                continue  # no version: nothing can reference the value
             if len(channel) > CHANNEL_MAX_LENGTH:
                 raise CheckpointConfigError(
                     f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
                     f"the limit is {CHANNEL_MAX_LENGTH}."
                 )
-            type_, blob = self.serde.dumps_typed(values[channel])
-            blob_rows.append(
-                {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "channel": channel,
-                    "version": str(version),
-                    "type": type_,
-                    "blob": blob,
-                }
-            )
+            type_, blob = self.serde.dumps_typed(value)
+            size = len(blob) if blob is not None else 0
+            if size <= self._inline_limit and size <= budget:
+                inline.append((channel, type_, blob))
+                budget -= size
+            elif channel in new_versions or size <= _inline.INLINE_VALUE_LIMIT:
+                # New, or small enough to have been inline in the parent (under any
+                # inline_limit) but not here: into the blobs table, first-write-wins.
+                blob_rows.append(
+                    {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": checkpoint_ns,
+                        "channel": channel,
+                        "version": str(new_versions.get(channel, versions[channel])),
+                        "type": type_,
+                        "blob": blob,
+                    }
+                )
+            # else: unchanged and large, so stored in the blobs table when it was new.
         type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
         checkpoint_row = {
             "thread_id": thread_id,
@@ -456,11 +481,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             "type": type_,
             "checkpoint": data,
             "metadata": meta,
-            "value_versions": {
-                ch: str(v)
-                for ch, v in checkpoint.get("channel_versions", {}).items()
-                if ch in values
-            },
+            "value_versions": {ch: str(v) for ch, v in versions.items() if ch in values},
+            "inline_values": _inline.pack(inline),
         }
         return checkpoint_row, blob_rows, _config(thread_id, checkpoint_ns, checkpoint_id)
 
@@ -882,6 +904,16 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
+
+
+def _check_inline_limit(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"inline_limit must be an int (bytes), got {value!r}")
+    if not 0 <= value <= _inline.INLINE_VALUE_LIMIT:
+        raise ValueError(
+            f"inline_limit must be from 0 to {_inline.INLINE_VALUE_LIMIT} bytes, got {value}"
+        )
+    return value
 
 
 def _thread(value: Any) -> str:

@@ -12,10 +12,12 @@ application's own tables in one database:
   ``{channel: version}`` of the channels whose value this checkpoint holds (the keys of
   its ``channel_values``): what a delta-history walk reads to know where a channel is
   seeded, and what blob clean-up reads to know which blobs are still referenced,
-  without decoding any checkpoint.
-* ``lgsa_checkpoint_blobs``: channel values keyed by ``(thread_id, checkpoint_ns, channel,
-  version)``. A channel whose version did not change between two checkpoints is stored
-  once and referenced by both.
+  without decoding any checkpoint. ``inline_values`` holds the small channel values of
+  the checkpoint itself (see :mod:`._inline`), so that a typical put is one row and a
+  typical read needs no blob lookup; NULL when every value is in the blobs table.
+* ``lgsa_checkpoint_blobs``: the larger channel values, keyed by ``(thread_id,
+  checkpoint_ns, channel, version)``. A channel whose version did not change between two
+  checkpoints is stored once and referenced by both.
 * ``lgsa_checkpoint_writes``: pending writes of tasks, keyed by ``(thread_id,
   checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
   table: LangGraph may store writes before the checkpoint they belong to.
@@ -195,6 +197,7 @@ checkpoints = Table(
     Column("checkpoint", BINARY, nullable=False),
     Column("metadata", JSON_DOCUMENT, nullable=False),
     Column("value_versions", JSON_DOCUMENT, nullable=False),
+    Column("inline_values", BINARY, nullable=True),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
