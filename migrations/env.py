@@ -36,7 +36,8 @@ schema = (
 
 def _url() -> str:
     return (
-        x_args.get("url")
+        config.attributes.get("url")
+        or x_args.get("url")
         or os.environ.get("LANGGRAPH_CHECKPOINT_URL")
         or "sqlite:///checkpoints.sqlite"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 from langgraph.checkpoint.sqlalchemy.schema import (
     BINARY,
@@ -31,11 +31,16 @@ def _schema() -> str | None:
 
 def _exists(name: str) -> bool:
     # DDL is not transactional on MySQL/MariaDB: a failed run may leave some tables or
-    # indexes behind, so each step checks before it creates (or drops).
+    # indexes behind, so each step checks before it creates (or drops). Offline (SQL
+    # for a DBA) there is nothing to inspect: every step is printed.
+    if context.is_offline_mode():
+        return False
     return sa.inspect(op.get_bind()).has_table(name, schema=_schema())
 
 
 def _has_index(table: str, name: str) -> bool:
+    if context.is_offline_mode():
+        return False
     indexes = sa.inspect(op.get_bind()).get_indexes(table, schema=_schema())
     return any(index["name"] == name for index in indexes)
 
@@ -117,5 +122,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     schema = _schema()
     for name in ("lgsa_checkpoint_writes", "lgsa_checkpoint_blobs", "lgsa_checkpoints"):
-        if _exists(name):
+        if context.is_offline_mode() or _exists(name):
             op.drop_table(name, schema=schema)

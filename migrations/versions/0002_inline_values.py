@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 from langgraph.checkpoint.sqlalchemy import _inline
 from langgraph.checkpoint.sqlalchemy.schema import BINARY
@@ -32,6 +32,8 @@ _COLUMN = "inline_values"
 def _has_column() -> bool:
     # DDL is not transactional on MySQL/MariaDB: a failed run may have added the column
     # already, so each step checks first.
+    if context.is_offline_mode():
+        return False
     schema = op.get_context().version_table_schema
     columns = sa.inspect(op.get_bind()).get_columns(_TABLE, schema=schema)
     return any(column["name"] == _COLUMN for column in columns)
@@ -49,6 +51,14 @@ def upgrade() -> None:
 def downgrade() -> None:
     # Move the inline values into the blobs table first, so that 0001 readers find every
     # value (nothing is lost), then drop the column.
+    if context.is_offline_mode():
+        # SQL for a DBA: the data move needs Python; say so in the script.
+        op.execute(
+            "-- lgsa: run this downgrade online (alembic downgrade), which first moves "
+            "inline_values into lgsa_checkpoint_blobs; this SQL alone loses them"
+        )
+        op.drop_column(_TABLE, _COLUMN, schema=op.get_context().version_table_schema)
+        return
     if not _has_column():
         return
     schema = op.get_context().version_table_schema

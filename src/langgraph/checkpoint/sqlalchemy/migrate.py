@@ -9,6 +9,7 @@ application's own ``alembic_version`` and history stay untouched.
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 
 from alembic import command
@@ -23,6 +24,8 @@ from .schema import VERSION_TABLE
 __all__ = [
     "alembic_config",
     "current_revision",
+    "offline_sql",
+    "stamp",
     "downgrade",
     "head_revision",
     "known_revisions",
@@ -75,6 +78,36 @@ def upgrade(connection: Connection, revision: str = "head", *, schema: str | Non
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
     """Migrate the schema down to ``revision`` (``"base"`` drops every table of ours)."""
     command.downgrade(alembic_config(connection, schema=schema), revision)
+
+
+def stamp(connection: Connection, revision: str, *, schema: str | None = None) -> None:
+    """Record ``revision`` as the database's revision without running migrations (for
+    tables created by hand or by ``upgrade --sql`` output that a DBA applied)."""
+    command.stamp(alembic_config(connection, schema=schema), revision)
+
+
+def offline_sql(url: str, direction: str, revision: str, schema: str | None = None) -> str:
+    """The SQL of a migration, for a DBA to review and apply, without connecting.
+
+    Args:
+        url: Database URL (its dialect decides the SQL).
+        direction: ``"upgrade"`` or ``"downgrade"``.
+        revision: Target, or ``"FROM:TO"`` (Alembic's offline range).
+        schema: PostgreSQL schema.
+
+    Returns:
+        The SQL text (Alembic offline mode).
+    """
+    buffer = io.StringIO()
+    cfg = alembic_config(schema=schema)
+    cfg.output_buffer = buffer
+    cfg.attributes["url"] = url
+    if direction == "upgrade":
+        command.upgrade(cfg, revision, sql=True)
+    else:
+        target = revision if ":" in revision else f"{head_revision()}:{revision}"
+        command.downgrade(cfg, target, sql=True)
+    return buffer.getvalue()
 
 
 def current_revision(connection: Connection, *, schema: str | None = None) -> str | None:
