@@ -11,6 +11,7 @@ with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
 
 from __future__ import annotations
 
+from ._maintenance import ThreadInfo
 from .dialects import UnsupportedDialectError, ValueTooLargeError
 from .errors import (
     CheckpointConfigError,
@@ -27,6 +28,7 @@ __all__ = [
     "CheckpointMetadataError",
     "SQLAlchemySaver",
     "SchemaOutOfDateError",
+    "ThreadInfo",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
     "ValueTooLargeError",

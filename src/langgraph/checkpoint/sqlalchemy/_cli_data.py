@@ -1,10 +1,334 @@
-"""CLI commands on stored threads: ``threads``, ``prune``, ``copy-thread``, ``stats``."""
+"""CLI commands on stored threads: ``threads list|show|delete``, ``prune``,
+``copy-thread``, ``stats``.
+
+Each is a thin layer over the saver's public methods (``list_threads``, ``list``,
+``get_tuple``, ``delete_thread``, ``prune``, ``copy_thread``, ``storage_stats``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from ._maintenance import ThreadInfo, checkpoint_time
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as a ``timedelta`` (argparse type).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a number followed by s, m, h, d or w.
+    """
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 30d)"
+        )
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(c) for c in headers], *[[("" if c is None else str(c)) for c in r] for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _thread_json(t: ThreadInfo) -> dict[str, Any]:
+    return {
+        "thread_id": t.thread_id,
+        "checkpoints": t.checkpoints,
+        "namespaces": t.namespaces,
+        "last_checkpoint_id": t.last_checkpoint_id,
+        "last_activity": t.last_activity.isoformat() if t.last_activity else None,
+        "bytes": t.bytes,
+    }
+
+
+# -- threads -------------------------------------------------------------------------------
+
+
+def cmd_threads_list(args: argparse.Namespace) -> int:
+    from . import cli
+
+    with cli.open_saver(args) as saver:
+        threads = saver.list_threads(limit=args.limit, offset=args.offset, idle_for=args.idle_for)
+
+    def human() -> None:
+        if not threads:
+            print("no threads")
+            return
+        _table(
+            ["THREAD", "CHECKPOINTS", "NAMESPACES", "SIZE", "LAST ACTIVITY"],
+            [
+                (
+                    t.thread_id,
+                    t.checkpoints,
+                    t.namespaces,
+                    _size(t.bytes),
+                    t.last_activity.strftime("%Y-%m-%d %H:%M:%S") if t.last_activity else "",
+                )
+                for t in threads
+            ],
+        )
+
+    cli.emit(args, [_thread_json(t) for t in threads], human)
+    return 0
+
+
+def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
+    c = t.config["configurable"]
+    out: dict[str, Any] = {
+        "checkpoint_ns": c["checkpoint_ns"],
+        "checkpoint_id": c["checkpoint_id"],
+        "parent_checkpoint_id": (
+            t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        ),
+        "created": (ts.isoformat() if (ts := checkpoint_time(c["checkpoint_id"])) else None),
+        "metadata": t.metadata,
+        "pending_writes": len(t.pending_writes or []),
+    }
+    if values:
+        out["channel_values"] = t.checkpoint["channel_values"]
+        out["channel_versions"] = t.checkpoint["channel_versions"]
+        out["pending_writes"] = [
+            {"task_id": task, "channel": ch, "value": v} for task, ch, v in t.pending_writes or []
+        ]
+    return out
+
+
+def cmd_threads_show(args: argparse.Namespace) -> int:
+    from . import cli
+
+    configurable: dict[str, Any] = {"thread_id": args.thread}
+    if args.ns is not None:
+        configurable["checkpoint_ns"] = args.ns
+    with cli.open_saver(args) as saver:
+        if args.checkpoint:
+            tup = saver.get_tuple(
+                {
+                    "configurable": {
+                        **configurable,
+                        "checkpoint_ns": args.ns or "",
+                        "checkpoint_id": args.checkpoint,
+                    }
+                }
+            )
+            if tup is None:
+                raise cli.CommandError(
+                    f"thread {args.thread!r} has no checkpoint {args.checkpoint!r} in namespace "
+                    f"{args.ns or ''!r}",
+                    1,
+                )
+            data = _tuple_json(tup, values=True)
+            cli.emit(args, data, lambda: print(_pretty(data)))
+            return 0
+        history = [
+            _tuple_json(t, values=False)
+            for t in saver.list({"configurable": configurable}, limit=args.limit)
+        ]
+    if not history:
+        raise cli.CommandError(f"thread {args.thread!r} has no checkpoints", 1)
+
+    def human() -> None:
+        _table(
+            ["CHECKPOINT", "NS", "CREATED", "SOURCE", "STEP", "WRITES", "PARENT"],
+            [
+                (
+                    h["checkpoint_id"],
+                    h["checkpoint_ns"],
+                    (h["created"] or "")[:19].replace("T", " "),
+                    h["metadata"].get("source"),
+                    h["metadata"].get("step"),
+                    h["pending_writes"],
+                    h["parent_checkpoint_id"],
+                )
+                for h in history
+            ],
+        )
+
+    cli.emit(args, history, human)
+    return 0
+
+
+def _pretty(data: Any) -> str:
+    import json
+
+    return json.dumps(data, indent=2, default=repr, ensure_ascii=False)
+
+
+def cmd_threads_delete(args: argparse.Namespace) -> int:
+    from . import cli
+
+    cli.confirm(args, f"Delete {len(args.threads)} thread(s) and all their checkpoints?")
+    with cli.open_saver(args) as saver:
+        for thread_id in args.threads:
+            saver.delete_thread(thread_id)
+    cli.emit(
+        args,
+        {"deleted": args.threads},
+        lambda: print(f"deleted {len(args.threads)} thread(s)"),
+    )
+    return 0
+
+
+# -- prune, copy-thread, stats ---------------------------------------------------------------
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from . import cli
+
+    if not args.threads and args.idle_for is None:
+        raise cli.CommandError("prune needs THREAD ids or --idle-for DURATION (or both)")
+    with cli.open_saver(args) as saver:
+        if args.idle_for is not None:
+            idle = {t.thread_id: t for t in saver.list_threads(limit=None, idle_for=args.idle_for)}
+            targets = [t for t in args.threads if t in idle] if args.threads else list(idle)
+            infos = [idle[t] for t in targets]
+        else:
+            known = {t.thread_id: t for t in saver.list_threads(limit=None)}
+            targets = list(dict.fromkeys(args.threads))
+            infos = [known[t] for t in targets if t in known]
+        plan = {
+            "strategy": args.strategy,
+            "threads": [_thread_json(t) for t in infos],
+            "dry_run": args.dry_run,
+        }
+        if args.dry_run or not infos:
+
+            def human() -> None:
+                what = (
+                    "keep the newest checkpoint of each namespace (and the DeltaChannel "
+                    "history it needs)"
+                    if args.strategy == "keep_latest"
+                    else "delete every checkpoint"
+                )
+                print(f"plan: {what} of {len(infos)} thread(s)")
+                for t in infos:
+                    print(f"  {t.thread_id}: {t.checkpoints} checkpoints, {_size(t.bytes)}")
+
+            cli.emit(args, plan, human)
+            return 0
+        cli.confirm(args, f"Prune {len(infos)} thread(s) with strategy {args.strategy}?")
+        saver.prune([t.thread_id for t in infos], strategy=args.strategy)
+        after = {
+            t.thread_id: t.checkpoints
+            for t in saver.list_threads(limit=None)
+            if t.thread_id in {i.thread_id for i in infos}
+        }
+    plan["checkpoints_after"] = after
+    cli.emit(
+        args,
+        plan,
+        lambda: print(
+            f"pruned {len(infos)} thread(s): "
+            f"{sum(t.checkpoints for t in infos)} -> {sum(after.values())} checkpoints"
+        ),
+    )
+    return 0
+
+
+def cmd_copy_thread(args: argparse.Namespace) -> int:
+    from . import cli
+    from .errors import ThreadNotEmptyError
+
+    with cli.open_saver(args) as saver:
+        try:
+            saver.copy_thread(args.source, args.target)
+        except ThreadNotEmptyError as e:
+            raise cli.CommandError(str(e), 1) from None
+        copied = saver.storage_stats(args.target)
+    cli.emit(
+        args,
+        {"source": args.source, "target": args.target, "tables": copied},
+        lambda: print(
+            f"copied {args.source!r} to {args.target!r}: "
+            f"{copied['lgsa_checkpoints']['rows']} checkpoints"
+        ),
+    )
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from . import cli
+
+    with cli.open_saver(args) as saver:
+        tables = saver.storage_stats(args.thread)
+        threads = [] if args.thread else saver.list_threads(limit=args.top)
+    data: dict[str, Any] = {"tables": tables}
+    if not args.thread:
+        data["threads"] = [_thread_json(t) for t in threads]
+
+    def human() -> None:
+        _table(
+            ["TABLE", "ROWS", "BYTES"],
+            [(name, t["rows"], _size(t["bytes"])) for name, t in tables.items()],
+        )
+        if threads:
+            print()
+            print(f"newest {len(threads)} thread(s):")
+            _table(
+                ["THREAD", "CHECKPOINTS", "SIZE"],
+                [(t.thread_id, t.checkpoints, _size(t.bytes)) for t in threads],
+            )
+
+    cli.emit(args, data, human)
+    return 0
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the thread commands to the CLI's subparsers."""
+    threads = sub.add_parser("threads", help="list, show and delete threads")
+    tsub = threads.add_subparsers(dest="threads_command", required=True, metavar="ACTION")
+    ls = tsub.add_parser(
+        "list", parents=[common], help="threads, newest activity first (no decoding)"
+    )
+    ls.add_argument("--limit", type=int, default=50, help="threads a page (default 50)")
+    ls.add_argument("--offset", type=int, default=0, help="threads skipped (paging)")
+    ls.add_argument("--idle-for", type=duration, help="only threads idle this long (30d, 12h)")
+    ls.set_defaults(handler=cmd_threads_list)
+    show = tsub.add_parser("show", parents=[common], help="a thread's checkpoint history")
+    show.add_argument("thread")
+    show.add_argument("--ns", help="only this checkpoint_ns ('' = the root graph)")
+    show.add_argument("--limit", type=int, default=20, help="newest checkpoints (default 20)")
+    show.add_argument("--checkpoint", help="decode and print this checkpoint's state")
+    show.set_defaults(handler=cmd_threads_show)
+    rm = tsub.add_parser("delete", parents=[common], help="delete threads (asks first)")
+    rm.add_argument("threads", nargs="+", metavar="THREAD")
+    rm.set_defaults(handler=cmd_threads_delete)
+
+    prune = sub.add_parser(
+        "prune", parents=[common], help="keep only the latest checkpoints, or delete threads"
+    )
+    prune.add_argument("threads", nargs="*", metavar="THREAD")
+    prune.add_argument("--idle-for", type=duration, help="threads idle this long (30d, 12h)")
+    prune.add_argument("--strategy", choices=["keep_latest", "delete"], default="keep_latest")
+    prune.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    prune.set_defaults(handler=cmd_prune)
+
+    copy = sub.add_parser("copy-thread", parents=[common], help="copy a thread in the database")
+    copy.add_argument("source")
+    copy.add_argument("target")
+    copy.set_defaults(handler=cmd_copy_thread)
+
+    stats = sub.add_parser("stats", parents=[common], help="rows and bytes per table and thread")
+    stats.add_argument("--thread", help="only this thread")
+    stats.add_argument("--top", type=int, default=10, help="threads listed (default 10)")
+    stats.set_defaults(handler=cmd_stats)

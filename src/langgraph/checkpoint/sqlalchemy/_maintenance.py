@@ -6,10 +6,24 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Connection, String, and_, delete, func, insert, literal, select, tuple_
+from sqlalchemy import (
+    Connection,
+    String,
+    and_,
+    delete,
+    distinct,
+    func,
+    insert,
+    literal,
+    select,
+    tuple_,
+)
 
 from . import _history
 from ._ops import Statements, _chunks
@@ -178,3 +192,123 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
         conn.execute(delete(c).where(c.c.run_id.in_(chunk)))
         for t in threads:
             _delete_orphans(conn, st, t, stored_blobs[t])
+
+
+# -- browsing: threads and storage, from columns only (no checkpoint is decoded) ----------
+
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000  # 100-ns intervals from 1582-10-15 to 1970-01-01
+
+
+def checkpoint_time(checkpoint_id: str) -> datetime | None:
+    """When a checkpoint was created, read from its id: LangGraph's ids are UUIDv6,
+    whose leading 60 bits are a 100-ns timestamp. None for an id of another form."""
+    try:
+        value = uuid.UUID(checkpoint_id)
+    except (ValueError, AttributeError, TypeError):
+        return None
+    if value.version != 6:
+        return None
+    ticks = ((value.int >> 80) << 12) | ((value.int >> 64) & 0x0FFF)
+    return datetime.fromtimestamp((ticks - _UUID_EPOCH_OFFSET) / 1e7, tz=timezone.utc)
+
+
+def id_at(moment: datetime) -> str:
+    """The smallest UUIDv6 checkpoint id of ``moment``: ids created before it sort below
+    it (LangGraph's ids are UUIDv6, which sort by creation time as text)."""
+    ticks = int(moment.timestamp() * 1e7) + _UUID_EPOCH_OFFSET
+    value = ((ticks >> 12) & 0xFFFFFFFFFFFF) << 80 | (ticks & 0x0FFF) << 64 | 6 << 76
+    return str(uuid.UUID(int=value))
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One thread as :meth:`.SQLAlchemySaver.list_threads` reports it.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoints: Number of checkpoints, all namespaces.
+        namespaces: Number of distinct ``checkpoint_ns`` (1 without subgraphs).
+        last_checkpoint_id: Its newest checkpoint id.
+        last_activity: Creation time of that checkpoint (from its UUIDv6 id), or None.
+        bytes: Serialised bytes stored for the thread: checkpoints, values, writes.
+    """
+
+    thread_id: str
+    checkpoints: int
+    namespaces: int
+    last_checkpoint_id: str
+    last_activity: datetime | None
+    bytes: int
+
+
+def list_threads(
+    conn: Connection, limit: int | None, offset: int, idle_before: str | None
+) -> list[ThreadInfo]:
+    """Threads, newest activity first (``max(checkpoint_id)``), from aggregates only.
+
+    Args:
+        conn: Connection.
+        limit: Page size (None: all).
+        offset: Threads skipped (paging).
+        idle_before: Only threads whose newest checkpoint id sorts below this id
+            (:func:`id_at` of a cutoff time).
+    """
+    c = checkpoints
+    newest = func.max(c.c.checkpoint_id)
+    stmt = (
+        select(
+            c.c.thread_id,
+            func.count(),
+            func.count(distinct(c.c.checkpoint_ns)),
+            newest,
+            func.sum(
+                func.length(c.c.checkpoint) + func.coalesce(func.length(c.c.inline_values), 0)
+            ),
+        )
+        .group_by(c.c.thread_id)
+        .order_by(newest.desc(), c.c.thread_id)
+        .offset(offset)
+    )
+    if idle_before is not None:
+        stmt = stmt.having(newest < idle_before)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    rows = conn.execute(stmt).all()
+    extra: dict[str, int] = {}
+    ids = [r[0] for r in rows]
+    for table in (blobs, writes):
+        for chunk in _chunks(ids, _CHUNK):
+            for thread_id, size in conn.execute(
+                select(table.c.thread_id, func.sum(func.length(table.c.blob)))
+                .where(table.c.thread_id.in_(chunk))
+                .group_by(table.c.thread_id)
+            ):
+                extra[thread_id] = extra.get(thread_id, 0) + int(size or 0)
+    return [
+        ThreadInfo(
+            t, int(n), int(ns), last, checkpoint_time(last), int(size or 0) + extra.get(t, 0)
+        )
+        for t, n, ns, last, size in rows
+    ]
+
+
+def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str, int]]:
+    """Rows and serialised bytes per table: ``{table: {"rows": n, "bytes": b}}``.
+
+    Bytes are the lengths of the serialised columns (checkpoint and ``inline_values``,
+    blob values, write values), not the database's page usage.
+    """
+    sizes = {
+        checkpoints: func.length(checkpoints.c.checkpoint)
+        + func.coalesce(func.length(checkpoints.c.inline_values), 0),
+        blobs: func.coalesce(func.length(blobs.c.blob), 0),
+        writes: func.coalesce(func.length(writes.c.blob), 0),
+    }
+    out: dict[str, dict[str, int]] = {}
+    for table, size in sizes.items():
+        stmt = select(func.count(), func.coalesce(func.sum(size), 0)).select_from(table)
+        if thread_id is not None:
+            stmt = stmt.where(table.c.thread_id == thread_id)
+        n, total = conn.execute(stmt).one()
+        out[table.name] = {"rows": int(n), "bytes": int(total)}
+    return out

@@ -78,15 +78,19 @@ class Statements:
             checkpoints.c.thread_id == bindparam("thread_id"),
             checkpoints.c.checkpoint_ns == bindparam("checkpoint_ns"),
         )
-        self.latest = (
+        latest = (
             select(*_CHECKPOINT_COLUMNS)
             .where(*where_ns)
             .order_by(checkpoints.c.checkpoint_id.desc())
             .limit(1)
         )
-        self.by_id = select(*_CHECKPOINT_COLUMNS).where(
+        by_id = select(*_CHECKPOINT_COLUMNS).where(
             *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
         )
+        # One statement reads a checkpoint and its writes: the row joined to its writes
+        # (one result row a write, or one with NULL write columns).
+        self.latest = _with_writes(latest)
+        self.by_id = _with_writes(by_id)
         self.writes_of = select(*_WRITE_COLUMNS).where(
             writes.c.thread_id == bindparam("thread_id"),
             writes.c.checkpoint_ns == bindparam("checkpoint_ns"),
@@ -127,6 +131,27 @@ class Statements:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
             self._writes_in[len(keys)] = stmt
         return conn.execute(stmt, self.qb.keys_params(keys))
+
+
+def _with_writes(checkpoint: Select[Any]) -> Select[Any]:
+    c = checkpoint.subquery("lgsa_c")
+    w = writes
+    return select(
+        *c.c,
+        w.c.task_id,
+        w.c.task_path,
+        w.c.idx,
+        w.c.channel,
+        w.c.type.label("write_type"),
+        w.c.blob.label("write_blob"),
+    ).select_from(
+        c.outerjoin(
+            w,
+            (w.c.thread_id == c.c.thread_id)
+            & (w.c.checkpoint_ns == c.c.checkpoint_ns)
+            & (w.c.checkpoint_id == c.c.checkpoint_id),
+        )
+    )
 
 
 @dataclass
@@ -193,18 +218,24 @@ def get_checkpoint(
 ) -> CheckpointRecord | None:
     """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
 
-    Two round trips for a checkpoint whose values are all in its row (``inline_values``),
-    three otherwise: the checkpoint row, the blobs of its other channel values
-    (``value_versions``), its writes.
+    One statement for a checkpoint whose values are all in its row (``inline_values``):
+    the row joined to its writes; a second one reads the blobs of its other channel
+    values (``value_versions``).
     """
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id:
-        row = conn.execute(st.by_id, {**params, "checkpoint_id": checkpoint_id}).first()
+        rows = conn.execute(st.by_id, {**params, "checkpoint_id": checkpoint_id}).all()
     else:
-        row = conn.execute(st.latest, params).first()
-    if row is None:
+        rows = conn.execute(st.latest, params).all()
+    if not rows:
         return None
+    row = rows[0]
     record = CheckpointRecord(row, _inline.unpack(row.inline_values))
+    record.writes = [
+        (w.task_id, w.task_path, w.idx, w.channel, w.write_type, w.write_blob)
+        for w in rows
+        if w.task_id is not None
+    ]
     keys = [
         (thread_id, checkpoint_ns, ch, v)
         for ch, v in row.value_versions.items()
@@ -213,10 +244,6 @@ def get_checkpoint(
     for chunk in _chunks(keys, st.qb.in_list_chunk):
         for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
             record.values[channel] = (type_, blob)
-    record.writes = [
-        (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
-        for w in conn.execute(st.writes_of, {**params, "checkpoint_id": row.checkpoint_id})
-    ]
     return record
 
 

@@ -24,11 +24,11 @@ from .schema import VERSION_TABLE
 __all__ = [
     "alembic_config",
     "current_revision",
-    "offline_sql",
-    "stamp",
     "downgrade",
     "head_revision",
     "known_revisions",
+    "offline_sql",
+    "stamp",
     "upgrade",
 ]
 

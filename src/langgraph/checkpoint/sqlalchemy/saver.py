@@ -10,11 +10,13 @@ are made from one URL and see the same data. Every dialect difference lives in
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import random
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from types import TracebackType
 from typing import Any, Concatenate, TypeVar, cast
 
@@ -40,6 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, migrate
+from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
     CheckpointConfigError,
@@ -764,6 +767,61 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         raw = self._run(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
+    # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
+
+    def list_threads(
+        self,
+        *,
+        limit: int | None = 100,
+        offset: int = 0,
+        idle_for: timedelta | None = None,
+    ) -> builtins.list[ThreadInfo]:
+        """Threads with their checkpoint counts and sizes, newest activity first.
+
+        Computed from columns and aggregates only: no checkpoint is deserialised, so
+        listing 100 threads of 10,000 checkpoints is one grouped query (plus one per
+        table for the sizes).
+
+        Args:
+            limit: Most threads returned (None: all).
+            offset: Threads skipped, for paging.
+            idle_for: Only threads whose newest checkpoint is older than this (judged by
+                its UUIDv6 checkpoint id, which LangGraph makes from the clock).
+
+        Returns:
+            :class:`ThreadInfo` records, one a thread.
+
+        Raises:
+            ValueError: ``limit`` or ``offset`` negative.
+        """
+        return self._run(False, _maintenance.list_threads, *_thread_page(limit, offset, idle_for))
+
+    async def alist_threads(
+        self,
+        *,
+        limit: int | None = 100,
+        offset: int = 0,
+        idle_for: timedelta | None = None,
+    ) -> builtins.list[ThreadInfo]:
+        """Async :meth:`list_threads`."""
+        page = _thread_page(limit, offset, idle_for)
+        return await self._arun(False, _maintenance.list_threads, *page)
+
+    def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
+        """Rows and serialised bytes per table, for the database or one thread.
+
+        Returns:
+            ``{table name: {"rows": int, "bytes": int}}``; bytes are the lengths of the
+            serialised columns, not the database's page usage.
+        """
+        key = _thread(thread_id) if thread_id is not None else None
+        return self._run(False, _maintenance.storage_stats, key)
+
+    async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
+        """Async :meth:`storage_stats`."""
+        key = _thread(thread_id) if thread_id is not None else None
+        return await self._arun(False, _maintenance.storage_stats, key)
+
     # -- the saver contract: async -------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -904,6 +962,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
+
+
+def _thread_page(
+    limit: int | None, offset: int, idle_for: timedelta | None
+) -> tuple[int | None, int, str | None]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    cutoff = None
+    if idle_for is not None:
+        cutoff = _maintenance.id_at(datetime.now(timezone.utc) - idle_for)
+    return limit, offset, cutoff
 
 
 def _check_inline_limit(value: Any) -> int:

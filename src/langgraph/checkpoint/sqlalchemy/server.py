@@ -1,0 +1,48 @@
+"""A checkpointer factory for LangGraph server (``langgraph.json``).
+
+```json
+{"checkpointer": {"path": "langgraph.checkpoint.sqlalchemy.server:checkpointer"}}
+```
+
+The server enters :func:`checkpointer` once at start and uses the saver it yields for
+every run; the engines are disposed when the server stops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from .saver import SQLAlchemySaver
+
+__all__ = ["checkpointer"]
+
+DEFAULT_URL = "sqlite:///checkpoints.sqlite"
+_NO = {"0", "false", "no", "off"}
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
+    """Yield a :class:`SQLAlchemySaver` configured from the environment.
+
+    Environment:
+        LANGGRAPH_CHECKPOINT_URL: Database URL (default ``sqlite:///checkpoints.sqlite``).
+        LANGGRAPH_CHECKPOINT_SCHEMA: PostgreSQL schema of the tables (default: search path).
+        LANGGRAPH_CHECKPOINT_SETUP: ``0``/``false`` to skip running the migrations at start
+            (when a deploy step runs ``upgrade``); by default :meth:`~SQLAlchemySaver.asetup`
+            runs, which is idempotent and safe from several replicas at once.
+
+    Yields:
+        The saver; its engines are disposed on exit.
+
+    Raises:
+        SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
+            at the revision this version needs.
+    """
+    url = os.environ.get("LANGGRAPH_CHECKPOINT_URL") or DEFAULT_URL
+    schema = os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA") or None
+    async with SQLAlchemySaver.from_conn_string(url, schema=schema) as saver:
+        if os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower() not in _NO:
+            await saver.asetup()
+        yield saver
