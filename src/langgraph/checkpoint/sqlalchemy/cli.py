@@ -167,9 +167,7 @@ def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", default=argparse.SUPPRESS, help="database URL or SQLite path")
     common.add_argument("--schema", default=argparse.SUPPRESS, help="PostgreSQL schema")
-    common.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON"
-    )
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     common.add_argument(
         "--yes",
         "-y",
