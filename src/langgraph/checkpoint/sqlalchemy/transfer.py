@@ -44,7 +44,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from . import _ops
-from .dialects import configure_engine, resolve_urls
+from .dialects import resolve_urls
 from .saver import SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
 from .schema import writes as our_writes
@@ -260,8 +260,8 @@ def _thread_config(thread_id: str) -> RunnableConfig:
 
 @contextmanager
 def _engine(url: Any) -> Iterator[Engine]:
+    # Plain engine, no WAL switch or write options: it only reads, maybe a read-only file.
     engine = create_engine(url, poolclass=NullPool)
-    configure_engine(engine)
     try:
         yield engine
     finally:
