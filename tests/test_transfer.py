@@ -431,6 +431,9 @@ def test_unknown_source(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "no such SQLite file" in missing.stderr
     assert not (tmp_path / "nope.sqlite").exists()
+    bad_scheme = cli("copy", "--from", "foo://x", "--to", str(empty))
+    assert bad_scheme.returncode == 2
+    assert "Unsupported database URL scheme" in bad_scheme.stderr
 
 
 # -- between our databases ----------------------------------------------------------------

@@ -15,6 +15,8 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from . import transfer
+from .dialects import UnsupportedDialectError
+from .errors import SchemaOutOfDateError
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -84,8 +86,10 @@ def cmd_copy(args: argparse.Namespace) -> int:
             total = transfer.count_checkpoints(source, args.threads) if show else 0
             with _progress_bar(show, total) as progress:
                 report = transfer.copy_threads(source, target, args.threads, progress=progress)
-    except (transfer.UnknownSourceError, ImportError) as e:
+    except (transfer.UnknownSourceError, UnsupportedDialectError, ImportError) as e:
         raise cli.CommandError(str(e), 2) from e
+    except SchemaOutOfDateError as e:
+        raise cli.CommandError(f"--from {args.source}: {e}", 2) from e
 
     def human() -> None:
         print(
