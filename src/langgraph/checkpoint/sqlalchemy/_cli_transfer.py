@@ -1,10 +1,164 @@
-"""CLI commands that move data: ``copy``, ``export``, ``import`` (being built)."""
+"""CLI commands that move data: ``copy``, ``export``, ``import``.
+
+``copy --from URL --to URL`` reads ours, an official SqliteSaver file or an official
+PostgresSaver database (see :func:`.transfer.open_source`) and writes our tables at
+``--to`` (created if missing); ``export`` and ``import`` use the global ``--url``.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import IO, Any
+
+from . import transfer
+from .dialects import UnsupportedDialectError
+from .errors import SchemaOutOfDateError
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the data-moving commands to the CLI's subparsers."""
+    cp = sub.add_parser(
+        "copy",
+        parents=[common],
+        help="copy threads from ours, a SqliteSaver file or a PostgresSaver database into ours",
+    )
+    cp.add_argument("--from", dest="source", required=True, metavar="URL", help="source")
+    cp.add_argument("--to", dest="target", required=True, metavar="URL", help="our database")
+    cp.add_argument(
+        "--thread", dest="threads", action="append", metavar="T", help="copy this thread only"
+    )
+    cp.add_argument(
+        "--from-kind",
+        choices=("auto", "sqlalchemy", "sqlite", "postgres"),
+        default="auto",
+        help="what the source is (default: detected from its tables)",
+    )
+    cp.add_argument("--from-schema", help="PostgreSQL schema of our tables in the source")
+    cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    cp.set_defaults(handler=cmd_copy)
+
+    ex = sub.add_parser("export", parents=[common], help="write threads to a JSON lines file")
+    ex.add_argument("thread_ids", nargs="+", metavar="THREAD")
+    ex.add_argument("-o", "--output", required=True, metavar="FILE", help="file, or - for stdout")
+    ex.set_defaults(handler=cmd_export)
+
+    im = sub.add_parser("import", parents=[common], help="read a file written by export")
+    im.add_argument("file", metavar="FILE", help="file, or - for stdin")
+    im.set_defaults(handler=cmd_import)
+
+
+@contextmanager
+def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("copying checkpoints", total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    from . import cli
+
+    try:
+        with (
+            transfer.open_source(
+                args.source, kind=args.from_kind, schema=args.from_schema
+            ) as source,
+            cli.open_saver(args, args.target) as target,
+        ):
+            target.setup()
+            show = not (args.no_progress or args.json) and sys.stderr.isatty()
+            total = transfer.count_checkpoints(source, args.threads) if show else 0
+            with _progress_bar(show, total) as progress:
+                report = transfer.copy_threads(source, target, args.threads, progress=progress)
+    except (transfer.UnknownSourceError, UnsupportedDialectError, ImportError) as e:
+        raise cli.CommandError(str(e), 2) from e
+    except SchemaOutOfDateError as e:
+        raise cli.CommandError(f"--from {args.source}: {e}", 2) from e
+
+    def human() -> None:
+        print(
+            f"copied {report.checkpoints_copied} checkpoints ({report.writes_copied} pending "
+            f"writes) of {report.threads} threads, skipped {report.checkpoints_skipped} "
+            "already present"
+        )
+        for m in report.mismatches:
+            print(
+                f"MISMATCH thread {m.thread_id!r}: {m.source_count} checkpoints in the "
+                f"source, {m.target_count} in the target"
+            )
+        if not report.mismatches:
+            print("verified: every thread has as many checkpoints as in the source")
+
+    cli.emit(args, asdict(report), human)
+    return 1 if report.mismatches else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from . import cli
+
+    with cli.open_saver(args) as saver:
+        if args.output == "-":
+            report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
+            sys.stdout.flush()
+            print(_export_line(report), file=sys.stderr)
+            return 0
+        with open(args.output, "w", encoding="utf-8") as fp:
+            report = transfer.export_threads(saver, args.thread_ids, fp)
+    cli.emit(args, asdict(report), lambda: print(f"{_export_line(report)} to {args.output}"))
+    return 0
+
+
+def _export_line(report: transfer.ExportReport) -> str:
+    return (
+        f"exported {report.checkpoints} checkpoints ({report.writes} pending writes) of "
+        f"{report.threads} threads"
+    )
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from . import cli
+
+    try:
+        with _open_input(args.file) as fp, cli.open_saver(args) as saver:
+            saver.setup()
+            report = transfer.import_threads(saver, fp)
+    except transfer.ExportFormatError as e:
+        raise cli.CommandError(f"{args.file}: {e}", 2) from e
+    except OSError as e:
+        raise cli.CommandError(f"{args.file}: {e.strerror or e}", 2) from e
+
+    cli.emit(
+        args,
+        asdict(report),
+        lambda: print(
+            f"imported {report.checkpoints_imported} checkpoints ({report.writes_imported} "
+            f"pending writes) of {report.threads} threads, skipped "
+            f"{report.checkpoints_skipped} already present"
+        ),
+    )
+    return 0
+
+
+@contextmanager
+def _open_input(name: str) -> Iterator[IO[str]]:
+    if name == "-":
+        yield sys.stdin
+        return
+    with open(name, encoding="utf-8") as fp:
+        yield fp
