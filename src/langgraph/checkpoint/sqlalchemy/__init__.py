@@ -15,20 +15,28 @@ from ._maintenance import ThreadInfo
 from .dialects import UnsupportedDialectError, ValueTooLargeError
 from .errors import (
     CheckpointConfigError,
+    CheckpointConflictError,
+    CheckpointConnectionError,
+    CheckpointDecodeError,
     CheckpointHistoryError,
     CheckpointMetadataError,
     SchemaOutOfDateError,
+    ThreadLockTimeout,
     ThreadNotEmptyError,
 )
 from .saver import SQLAlchemySaver
 
 __all__ = [
     "CheckpointConfigError",
+    "CheckpointConflictError",
+    "CheckpointConnectionError",
+    "CheckpointDecodeError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
     "SQLAlchemySaver",
     "SchemaOutOfDateError",
     "ThreadInfo",
+    "ThreadLockTimeout",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
     "ValueTooLargeError",

@@ -21,6 +21,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from . import _inline
 from .dialects import QueryBuilder
+from .errors import CheckpointConflictError
 from .schema import blobs, checkpoints, writes
 
 CheckpointKey = tuple[str, str, str]
@@ -91,6 +92,12 @@ class Statements:
         # (one result row a write, or one with NULL write columns).
         self.latest = _with_writes(latest)
         self.by_id = _with_writes(by_id)
+        self.newest_id = (
+            select(checkpoints.c.checkpoint_id)
+            .where(*where_ns)
+            .order_by(checkpoints.c.checkpoint_id.desc())
+            .limit(1)
+        )
         self.writes_of = select(*_WRITE_COLUMNS).where(
             writes.c.thread_id == bindparam("thread_id"),
             writes.c.checkpoint_ns == bindparam("checkpoint_ns"),
@@ -169,6 +176,17 @@ class CheckpointRecord:
     row: Any  # a Row of _CHECKPOINT_COLUMNS, read by attribute name
     values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
+    damaged: str | None = None
+    """Why ``inline_values`` could not be read (a damaged or forged row), else None."""
+
+    @classmethod
+    def of(cls, row: Any) -> CheckpointRecord:
+        """The record of a checkpoint row, its ``inline_values`` unpacked (no value is
+        decoded: the container holds only names and bytes)."""
+        try:
+            return cls(row, _inline.unpack(row.inline_values))
+        except ValueError as e:
+            return cls(row, damaged=str(e))
 
 
 def put(
@@ -185,6 +203,31 @@ def put(
     for batch in _by_size(conn, st, blob_rows):
         conn.execute(st.put_blobs, batch)
     conn.execute(st.put_checkpoint, checkpoint_row)
+
+
+def put_checked(
+    conn: Connection,
+    st: Statements,
+    checkpoint_row: dict[str, Any],
+    blob_rows: Sequence[dict[str, Any]],
+) -> None:
+    """:func:`put`, refusing a checkpoint whose parent is no longer the newest checkpoint
+    of its ``(thread_id, checkpoint_ns)`` (``detect_conflicts``).
+
+    The check and the write run under the namespace's write lock
+    (:meth:`.QueryBuilder.write_lock`), so two runs that started from the same checkpoint
+    cannot both pass it.
+
+    Raises:
+        CheckpointConflictError: Another checkpoint was stored since the parent.
+    """
+    thread_id, ns = checkpoint_row["thread_id"], checkpoint_row["checkpoint_ns"]
+    with st.qb.write_lock(conn, thread_id, ns):
+        newest = conn.execute(st.newest_id, {"thread_id": thread_id, "checkpoint_ns": ns}).scalar()
+        parent = checkpoint_row["parent_checkpoint_id"]
+        if newest is not None and newest not in (parent, checkpoint_row["checkpoint_id"]):
+            raise CheckpointConflictError(thread_id, ns, parent, newest)
+        put(conn, st, checkpoint_row, blob_rows)
 
 
 def put_writes(
@@ -230,7 +273,7 @@ def get_checkpoint(
     if not rows:
         return None
     row = rows[0]
-    record = CheckpointRecord(row, _inline.unpack(row.inline_values))
+    record = CheckpointRecord.of(row)
     record.writes = [
         (w.task_id, w.task_path, w.idx, w.channel, w.write_type, w.write_blob)
         for w in rows
@@ -304,7 +347,7 @@ def list_page(
         The page, newest first; fewer than ``size`` records means the listing is done.
     """
     rows = conn.execute(_page_select(conn, st, query, cursor, size)).all()
-    records = [CheckpointRecord(row, _inline.unpack(row.inline_values)) for row in rows]
+    records = [CheckpointRecord.of(row) for row in rows]
     if not records:
         return records
     by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}

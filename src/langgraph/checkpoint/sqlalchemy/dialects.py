@@ -10,8 +10,11 @@ Callers get a :class:`QueryBuilder` and never branch on the dialect themselves.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sqlite3
+import threading
 import uuid
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,6 +47,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
+
+from .errors import ThreadLockTimeout
 
 __all__ = [
     "EngineURLs",
@@ -637,6 +642,133 @@ class QueryBuilder:
                 connection.execute(select(func.release_lock("lgsa_migrations")))
         else:
             yield
+
+    # -- per-thread locks ----------------------------------------------------------------
+
+    @contextmanager
+    def write_lock(
+        self, connection: Connection, thread_id: str, checkpoint_ns: str
+    ) -> Iterator[None]:
+        """Serialise the writers of one ``(thread_id, checkpoint_ns)`` until the open
+        transaction ends (the conflict check of ``detect_conflicts``).
+
+        PostgreSQL: ``pg_advisory_xact_lock`` on a 64-bit hash of the key, released at
+        commit; MySQL/MariaDB: ``GET_LOCK`` on a name made of the hash, held until the
+        block's work is committed; SQLite: nothing more, as the write transaction began
+        with ``BEGIN IMMEDIATE``, SQLite's database-wide write lock.
+
+        Raises:
+            ThreadLockTimeout: MySQL/MariaDB did not grant the lock within 30 s.
+        """
+        key = f"{thread_id}\x00{checkpoint_ns}"
+        if self.dialect_name == "postgresql":
+            connection.execute(select(func.pg_advisory_xact_lock(_lock_key("put", key))))
+            yield
+        elif self._mysql:
+            name = _lock_name("put", key)
+            got = connection.execute(select(func.get_lock(name, 30))).scalar()
+            if got != 1:
+                raise ThreadLockTimeout(f"thread {thread_id!r} stayed locked for 30 s")
+            try:
+                yield
+                connection.exec_driver_sql("COMMIT")  # before the lock goes, as migrations
+            finally:
+                connection.execute(select(func.release_lock(name)))
+        else:
+            yield
+
+    def try_thread_lock(self, connection: Connection, thread_id: str) -> Any:
+        """Try once to take the cross-process lock of ``thread_id`` (``lock_thread``).
+
+        PostgreSQL: session-level ``pg_try_advisory_lock``; MySQL/MariaDB: ``GET_LOCK``
+        with no wait; SQLite: ``BEGIN EXCLUSIVE`` on a lock database of its own beside the
+        database file (``<file>.lgsa-locks/<hash>``), SQLite's write lock, which the
+        operating system drops if the process dies; an in-memory database (one process)
+        uses a lock of the process. The caller waits and retries.
+
+        Args:
+            connection: A connection kept for the lock's lifetime (PostgreSQL, MySQL).
+            thread_id: The thread.
+
+        Returns:
+            A handle for :meth:`release_thread_lock`, or None when the lock is taken.
+        """
+        if self.dialect_name == "postgresql":
+            key = _lock_key("thread", thread_id)
+            got = connection.execute(select(func.pg_try_advisory_lock(key))).scalar()
+            connection.commit()  # the lock is the session's; no transaction stays open
+            return key if got else None
+        if self._mysql:
+            name = _lock_name("thread", thread_id)
+            got = connection.execute(select(func.get_lock(name, 0))).scalar()
+            connection.commit()
+            return name if got == 1 else None
+        return _sqlite_try_lock(connection.engine.url, thread_id)
+
+    def release_thread_lock(self, connection: Connection, handle: Any) -> None:
+        """Release a lock taken by :meth:`try_thread_lock`."""
+        if self.dialect_name == "postgresql":
+            connection.execute(select(func.pg_advisory_unlock(handle)))
+            connection.commit()
+        elif self._mysql:
+            connection.execute(select(func.release_lock(handle)))
+            connection.commit()
+        else:
+            handle.release()
+
+
+def _lock_key(kind: str, key: str) -> int:
+    digest = hashlib.sha256(f"lgsa/{kind}/{key}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _lock_name(kind: str, key: str) -> str:
+    digest = hashlib.sha256(f"lgsa/{kind}/{key}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"lgsa:{digest[:48]}"  # MySQL lock names stop at 64 characters
+
+
+class _SqliteLock:
+    """A held SQLite thread lock: an exclusive transaction on a lock database, or a lock
+    of this process for an in-memory database."""
+
+    def __init__(self, conn: sqlite3.Connection | None, local: threading.Lock | None) -> None:
+        self._conn = conn
+        self._local = local
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.rollback()
+            self._conn.close()
+        if self._local is not None:
+            self._local.release()
+
+
+_MEMORY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_MEMORY_LOCKS_GUARD = threading.Lock()
+
+
+def _sqlite_try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
+    database = url.database or ""
+    name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    if (
+        database in ("", ":memory:")
+        or url.query.get("vfs") == "memdb"
+        or database.startswith("file:/lgsa-")
+    ):
+        with _MEMORY_LOCKS_GUARD:
+            lock = _MEMORY_LOCKS.setdefault((database, name), threading.Lock())
+        return _SqliteLock(None, lock) if lock.acquire(blocking=False) else None
+    folder = f"{database}.lgsa-locks"
+    os.makedirs(folder, exist_ok=True)
+    conn = sqlite3.connect(
+        os.path.join(folder, name), timeout=0, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+    except sqlite3.OperationalError:
+        conn.close()
+        return None
+    return _SqliteLock(conn, None)
 
 
 _MIGRATION_LOCK_KEY = zlib.crc32(b"langgraph-checkpoint-sqlalchemy/migrations")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointConfigError",
+    "CheckpointConflictError",
+    "CheckpointConnectionError",
+    "CheckpointDecodeError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
     "SchemaOutOfDateError",
+    "ThreadLockTimeout",
     "ThreadNotEmptyError",
 ]
 
@@ -52,3 +56,81 @@ class CheckpointHistoryError(RuntimeError):
     Prune the thread (``prune(..., strategy="keep_latest")``) or give its DeltaChannels a
     smaller ``snapshot_frequency``.
     """
+
+
+class CheckpointConflictError(RuntimeError):
+    """Another run wrote to the thread since this run read it (``detect_conflicts=True``).
+
+    The saver refused a checkpoint whose parent is no longer the newest checkpoint of its
+    ``(thread_id, checkpoint_ns)``: two runs started from the same state, and storing this
+    one would silently fork the thread. Nothing of this put was stored. Re-run from the
+    thread's latest state (``graph.invoke(..., config)`` again), or serialise runs with
+    ``saver.lock_thread(thread_id)``. Deliberate forks (``update_state`` on an older
+    checkpoint, replays from a ``checkpoint_id``) are written with ``source`` ``"update"``
+    or ``"fork"`` and are not refused.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_ns: The namespace.
+        parent_checkpoint_id: The parent this put named.
+        newest_checkpoint_id: The newest checkpoint found instead.
+    """
+
+    def __init__(
+        self, thread_id: str, checkpoint_ns: str, parent_id: str | None, newest_id: str
+    ) -> None:
+        super().__init__(
+            f"thread {thread_id!r} (namespace {checkpoint_ns!r}) moved on: this run's "
+            f"checkpoint has parent {parent_id!r} but the newest checkpoint is {newest_id!r}, "
+            "written by another run since this one started. Nothing was stored; re-run from "
+            "the latest state or serialise runs with saver.lock_thread(thread_id)."
+        )
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.parent_checkpoint_id = parent_id
+        self.newest_checkpoint_id = newest_id
+
+
+class CheckpointDecodeError(ValueError):
+    """A stored checkpoint, channel value or write cannot be decoded.
+
+    The row was damaged or forged (or written with another serializer, e.g. before an
+    ``EncryptedSerializer`` key change). ``get_tuple`` raises it; ``list`` logs it and
+    goes on with the other checkpoints.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_ns: The namespace.
+        checkpoint_id: The checkpoint.
+        part: What failed: ``"checkpoint"``, ``"channel <name>"``, ``"write <task>/<channel>"``
+            or ``"inline_values"``.
+    """
+
+    def __init__(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, part: str, cause: str
+    ) -> None:
+        super().__init__(
+            f"cannot decode the {part} of checkpoint {checkpoint_id!r} (thread {thread_id!r}, "
+            f"namespace {checkpoint_ns!r}): {cause}. The row is damaged, forged, or was "
+            "written with another serializer or key; delete the checkpoint or restore it."
+        )
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.checkpoint_id = checkpoint_id
+        self.part = part
+
+
+class CheckpointConnectionError(ConnectionError):
+    """The database connection was lost and the operation failed again on a new one.
+
+    The saver retries an operation once on a fresh connection when the server dropped the
+    old one (restart, failover, ``pg_terminate_backend``, ``KILL``); every operation is
+    idempotent, so a retry never stores anything twice. This error means the retry failed
+    too: nothing of the call is half-written (the transaction was rolled back). Retry
+    later; the saver stays usable.
+    """
+
+
+class ThreadLockTimeout(TimeoutError):
+    """``lock_thread`` did not get the thread's lock within its timeout: another process
+    or task holds it. Nothing was run under the lock."""

@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
+import inspect
+import logging
 import random
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
 from typing import Any, Concatenate, TypeVar, cast
@@ -46,8 +50,11 @@ from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
     CheckpointConfigError,
+    CheckpointConnectionError,
+    CheckpointDecodeError,
     CheckpointMetadataError,
     SchemaOutOfDateError,
+    ThreadLockTimeout,
     ThreadNotEmptyError,
 )
 from .schema import (
@@ -63,11 +70,19 @@ from .schema import (
 
 __all__ = ["SQLAlchemySaver"]
 
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _PrunePlan = list[tuple[Callable[..., None], tuple[Any, ...]]]
 """Transactions of a prune: ``(op, args)`` each run as ``op(conn, *args)``."""
+
+#: Tries of an operation when the server drops the connection under it (see
+#: ``SQLAlchemySaver._raise_unless_retry``).
+_ATTEMPTS = 2
+#: Seconds between two tries of a thread lock held elsewhere.
+_LOCK_POLL = 0.05
 
 #: Checkpoints fetched per round trip while ``list()`` iterates; no connection is held
 #: between pages, so the caller may use the saver inside the loop.
@@ -186,6 +201,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             16,384). See :mod:`._inline`.
 
     Raises:
+        detect_conflicts: Refuse, with :class:`CheckpointConflictError`, a checkpoint of a
+            run (metadata ``source`` ``"input"`` or ``"loop"``) whose parent is no longer
+            the newest checkpoint of its namespace: a second run started from the same
+            state fails at its first write instead of silently forking the thread.
+            Deliberate forks (``update_state``, replays: sources ``"update"``/``"fork"``)
+            pass. Costs a lock and a primary-key lookup a put.
+
         ValueError: Neither engine was given, or ``inline_limit`` is out of range.
         UnsupportedDialectError: The engine's dialect is not supported.
 
@@ -206,9 +228,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
         inline_limit: int = _inline.INLINE_VALUE_LIMIT,
+        detect_conflicts: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         self._inline_limit = _check_inline_limit(inline_limit)
+        self.detect_conflicts = detect_conflicts
         if engine is None and async_engine is None:
             raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
         self._owned: list[Engine | AsyncEngine] = []
@@ -244,6 +268,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
         inline_limit: int = _inline.INLINE_VALUE_LIMIT,
+        detect_conflicts: bool = False,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -260,6 +285,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             serde: See :class:`SQLAlchemySaver`.
             schema: See :class:`SQLAlchemySaver`.
             inline_limit: See :class:`SQLAlchemySaver`.
+            detect_conflicts: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -274,7 +300,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         keeper = sqlite3.connect(urls.memory, uri=True) if urls.memory else None
         engine = create_engine(urls.sync, **engine_kwargs)
         async_engine = create_async_engine(urls.async_, **engine_kwargs)
-        saver = cls(engine, async_engine, serde=serde, schema=schema, inline_limit=inline_limit)
+        saver = cls(
+            engine,
+            async_engine,
+            serde=serde,
+            schema=schema,
+            inline_limit=inline_limit,
+            detect_conflicts=detect_conflicts,
+        )
         saver._owned = [engine, async_engine]
         saver._keeper = keeper
         return saver
@@ -349,13 +382,15 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     def _run(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
     ) -> R:
-        try:
-            with self._write.begin() if write else self._read.connect() as conn:
-                if not self._schema_checked:
-                    self._check_schema(conn)
-                return op(conn, *a, **k)
-        except DBAPIError as e:
-            raise self._qb.translate_error(e) or e from e
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._write.begin() if write else self._read.connect() as conn:
+                    if not self._schema_checked:
+                        self._check_schema(conn)
+                    return op(conn, *a, **k)
+            except DBAPIError as e:
+                self._raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _arun(
         self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
@@ -365,13 +400,31 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             # QueryBuilder.async_in_thread): the event loop is never blocked.
             return await asyncio.to_thread(functools.partial(self._run, write, op, *a, **k))
         conn: AsyncConnection
-        try:
-            async with self._awrite.begin() if write else self._aread.connect() as conn:
-                if not self._schema_checked:
-                    await conn.run_sync(self._check_schema)
-                return await conn.run_sync(op, *a, **k)
-        except DBAPIError as e:
-            raise self._qb.translate_error(e) or e from e
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._awrite.begin() if write else self._aread.connect() as conn:
+                    if not self._schema_checked:
+                        await conn.run_sync(self._check_schema)
+                    return await conn.run_sync(op, *a, **k)
+            except DBAPIError as e:
+                self._raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raise_unless_retry(self, error: DBAPIError, attempt: int) -> None:
+        """Return (to retry) when the server dropped the connection and this was the first
+        attempt: SQLAlchemy has invalidated the pool's connections of before the drop, and
+        every operation of the saver is idempotent (upserts, first-write-wins inserts,
+        deletes), so running it again on a fresh connection stores nothing twice.
+        Otherwise raise the typed error for ``error``."""
+        if error.connection_invalidated:
+            if attempt + 1 < _ATTEMPTS:
+                return
+            raise CheckpointConnectionError(
+                "lost the database connection, and again on a fresh one: "
+                f"{type(error.orig).__name__}: {error.orig}. Nothing of this call was "
+                "stored half-way (its transaction was rolled back); retry later."
+            ) from error
+        raise self._qb.translate_error(error) or error from error
 
     def _check_schema(self, conn: Connection) -> None:
         """Once per saver: the database must be at the migration head this library ships,
@@ -397,16 +450,34 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     # -- encoding and decoding (no database) -------------------------------------------
 
     def _to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
+        """Decode a record.
+
+        Raises:
+            CheckpointDecodeError: The checkpoint, a channel value or a write cannot be
+                decoded (damaged or forged row, other serializer or key).
+        """
         row = rec.row
-        checkpoint: dict[str, Any] = self.serde.loads_typed((row.type, row.checkpoint))
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        if rec.damaged is not None:
+            raise CheckpointDecodeError(*key, "inline_values", rec.damaged)
+
+        def load(part: str, type_: str, data: bytes | None) -> Any:
+            try:
+                return self.serde.loads_typed((type_, data if data is not None else b""))
+            except Exception as e:
+                raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e
+
+        checkpoint = load("checkpoint", row.type, row.checkpoint)
+        if not isinstance(checkpoint, dict):
+            raise CheckpointDecodeError(
+                *key, "checkpoint", f"decoded to {type(checkpoint).__name__}, not a dict"
+            )
         checkpoint["channel_values"] = {
-            ch: self.serde.loads_typed((t, b if b is not None else b""))
-            for ch, (t, b) in rec.values.items()
-            if t != "empty"
+            ch: load(f"channel {ch}", t, b) for ch, (t, b) in rec.values.items() if t != "empty"
         }
         rec.writes.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
         pending = [
-            (task_id, channel, self.serde.loads_typed((t, b if b is not None else b"")))
+            (task_id, channel, load(f"write {task_id}/{channel}", t, b))
             for task_id, _path, _idx, channel, t, b in rec.writes
         ]
         parent = row.parent_checkpoint_id
@@ -417,6 +488,22 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             parent_config=_config(row.thread_id, row.checkpoint_ns, parent) if parent else None,
             pending_writes=pending,
         )
+
+    def _put_op(self, row: dict[str, Any]) -> Callable[..., None]:
+        """The put operation: checked for conflicts when ``detect_conflicts`` is on and
+        the checkpoint is a run's step (``source`` input/loop), plain otherwise."""
+        if self.detect_conflicts and row["metadata"].get("source") in ("input", "loop"):
+            return _ops.put_checked
+        return _ops.put
+
+    def _listed(self, rec: _ops.CheckpointRecord) -> CheckpointTuple | None:
+        """A listed record decoded, or None (logged) when it cannot be: one damaged row
+        must not hide a thread's whole history."""
+        try:
+            return self._to_tuple(rec)
+        except CheckpointDecodeError as e:
+            logger.error("list() skipped a checkpoint: %s", e)
+            return None
 
     def _put_rows(
         self,
@@ -629,7 +716,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             page = self._run(False, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
-                yield self._to_tuple(rec)
+                if (tup := self._listed(rec)) is not None:
+                    yield tup
 
     def put(
         self,
@@ -659,7 +747,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointMetadataError: Metadata that is not JSON.
         """
         row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
-        self._run(True, _ops.put, self._st, row, blob_rows)
+        self._run(True, self._put_op(row), self._st, row, blob_rows)
         return next_config
 
     def put_writes(
@@ -767,6 +855,73 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         raw = self._run(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
+    # -- per-thread lock across processes ----------------------------------------------------
+
+    @contextmanager
+    def lock_thread(self, thread_id: str, *, timeout: float = 30.0) -> Iterator[None]:
+        """Hold a cross-process lock on a thread for the block: wrap a run in it so that
+        runs on one thread happen one after the other, on every process.
+
+        The dialect's own primitive (:meth:`.QueryBuilder.try_thread_lock`): a PostgreSQL
+        session advisory lock, MySQL/MariaDB ``GET_LOCK``, SQLite's write lock on a lock
+        database beside the file. A process that dies releases it. Holds one pooled
+        connection (PostgreSQL, MySQL) for the block.
+
+        Args:
+            thread_id: The thread.
+            timeout: Seconds to wait for the lock.
+
+        Raises:
+            ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
+        """
+        key = _thread(thread_id)
+        with self.engine.connect() as conn:
+            deadline = time.monotonic() + timeout
+            while (handle := self._qb.try_thread_lock(conn, key)) is None:
+                if time.monotonic() >= deadline:
+                    raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+                time.sleep(_LOCK_POLL)
+            try:
+                yield
+            finally:
+                self._qb.release_thread_lock(conn, handle)
+
+    @asynccontextmanager
+    async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
+        """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
+        without blocking the event loop."""
+        key = _thread(thread_id)
+        if self._qb.async_in_thread:
+            with self.engine.connect() as conn:
+                handle = await self._await_lock(
+                    lambda: self._qb.try_thread_lock(conn, key), key, timeout
+                )
+                try:
+                    yield
+                finally:
+                    self._qb.release_thread_lock(conn, handle)
+            return
+        async with self.async_engine.connect() as aconn:
+            handle = await self._await_lock(
+                lambda: aconn.run_sync(self._qb.try_thread_lock, key), key, timeout
+            )
+            try:
+                yield
+            finally:
+                await aconn.run_sync(self._qb.release_thread_lock, handle)
+
+    async def _await_lock(self, attempt: Callable[[], Any], key: str, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            handle = attempt()
+            if inspect.isawaitable(handle):
+                handle = await handle
+            if handle is not None:
+                return handle
+            if time.monotonic() >= deadline:
+                raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+            await asyncio.sleep(_LOCK_POLL)
+
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
 
     def list_threads(
@@ -844,7 +999,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             page = await self._arun(False, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
-                yield self._to_tuple(rec)
+                if (tup := self._listed(rec)) is not None:
+                    yield tup
 
     async def aput(
         self,
@@ -855,7 +1011,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Async :meth:`put`."""
         row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
-        await self._arun(True, _ops.put, self._st, row, blob_rows)
+        await self._arun(True, self._put_op(row), self._st, row, blob_rows)
         return next_config
 
     async def aput_writes(
@@ -962,6 +1118,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
+
+
+def _lock_timeout_message(thread_id: str, timeout: float) -> str:
+    return (
+        f"thread {thread_id!r} stayed locked by another run for {timeout} s; wait for it to "
+        "finish or raise lock_thread(timeout=...)"
+    )
 
 
 def _thread_page(
