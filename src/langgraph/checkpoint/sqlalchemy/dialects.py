@@ -677,7 +677,14 @@ class QueryBuilder:
         else:
             yield
 
-    def try_thread_lock(self, connection: Connection, thread_id: str) -> Any:
+    @property
+    def thread_lock_uses_connection(self) -> bool:
+        """Whether :meth:`try_thread_lock` needs a database connection, kept for as long
+        as the lock is held (PostgreSQL, MySQL/MariaDB: locks of a session); SQLite's
+        lock lives in a lock database of its own."""
+        return self.dialect_name != "sqlite"
+
+    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
         """Try once to take the cross-process lock of ``thread_id`` (``lock_thread``).
 
         PostgreSQL: session-level ``pg_try_advisory_lock``; MySQL/MariaDB: ``GET_LOCK``
@@ -687,30 +694,34 @@ class QueryBuilder:
         uses a lock of the process. The caller waits and retries.
 
         Args:
-            connection: A connection kept for the lock's lifetime (PostgreSQL, MySQL).
+            connection: A connection kept for the lock's lifetime when
+                :attr:`thread_lock_uses_connection`, else None.
+            url: The database's URL (SQLite: where the lock database goes).
             thread_id: The thread.
 
         Returns:
             A handle for :meth:`release_thread_lock`, or None when the lock is taken.
         """
         if self.dialect_name == "postgresql":
+            assert connection is not None
             key = _lock_key("thread", thread_id)
             got = connection.execute(select(func.pg_try_advisory_lock(key))).scalar()
             connection.commit()  # the lock is the session's; no transaction stays open
             return key if got else None
         if self._mysql:
+            assert connection is not None
             name = _lock_name("thread", thread_id)
             got = connection.execute(select(func.get_lock(name, 0))).scalar()
             connection.commit()
             return name if got == 1 else None
-        return _sqlite_try_lock(connection.engine.url, thread_id)
+        return _sqlite_try_lock(url, thread_id)
 
-    def release_thread_lock(self, connection: Connection, handle: Any) -> None:
+    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
         """Release a lock taken by :meth:`try_thread_lock`."""
-        if self.dialect_name == "postgresql":
+        if connection is not None and self.dialect_name == "postgresql":
             connection.execute(select(func.pg_advisory_unlock(handle)))
             connection.commit()
-        elif self._mysql:
+        elif connection is not None and self._mysql:
             connection.execute(select(func.release_lock(handle)))
             connection.commit()
         else:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
-import inspect
 import logging
 import random
 import sqlite3
@@ -864,8 +863,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         The dialect's own primitive (:meth:`.QueryBuilder.try_thread_lock`): a PostgreSQL
         session advisory lock, MySQL/MariaDB ``GET_LOCK``, SQLite's write lock on a lock
-        database beside the file. A process that dies releases it. Holds one pooled
-        connection (PostgreSQL, MySQL) for the block.
+        database beside the file. A process that dies releases it. The holder keeps one
+        pooled connection (PostgreSQL, MySQL) for the block; waiters keep none between
+        their tries.
 
         Args:
             thread_id: The thread.
@@ -875,52 +875,70 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
         """
         key = _thread(thread_id)
-        with self.engine.connect() as conn:
-            deadline = time.monotonic() + timeout
-            while (handle := self._qb.try_thread_lock(conn, key)) is None:
-                if time.monotonic() >= deadline:
-                    raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
-                time.sleep(_LOCK_POLL)
+        qb = self._qb
+        deadline = time.monotonic() + timeout
+        while True:
+            conn = self.engine.connect() if qb.thread_lock_uses_connection else None
             try:
-                yield
+                handle = qb.try_thread_lock(conn, self.engine.url, key)
+            except BaseException:
+                if conn is not None:
+                    conn.close()
+                raise
+            if handle is not None:
+                break
+            if conn is not None:
+                conn.close()
+            if time.monotonic() >= deadline:
+                raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+            time.sleep(_LOCK_POLL)
+        try:
+            yield
+        finally:
+            try:
+                qb.release_thread_lock(conn, handle)
             finally:
-                self._qb.release_thread_lock(conn, handle)
+                if conn is not None:
+                    conn.close()
 
     @asynccontextmanager
     async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         without blocking the event loop."""
         key = _thread(thread_id)
-        if self._qb.async_in_thread:
-            with self.engine.connect() as conn:
-                handle = await self._await_lock(
-                    lambda: self._qb.try_thread_lock(conn, key), key, timeout
-                )
-                try:
-                    yield
-                finally:
-                    self._qb.release_thread_lock(conn, handle)
-            return
-        async with self.async_engine.connect() as aconn:
-            handle = await self._await_lock(
-                lambda: aconn.run_sync(self._qb.try_thread_lock, key), key, timeout
-            )
-            try:
-                yield
-            finally:
-                await aconn.run_sync(self._qb.release_thread_lock, handle)
-
-    async def _await_lock(self, attempt: Callable[[], Any], key: str, timeout: float) -> Any:
+        qb = self._qb
+        url = self.engine.url
         deadline = time.monotonic() + timeout
         while True:
-            handle = attempt()
-            if inspect.isawaitable(handle):
-                handle = await handle
-            if handle is not None:
-                return handle
+            if qb.thread_lock_uses_connection:
+                aconn = await self.async_engine.connect()
+                try:
+                    handle = await aconn.run_sync(qb.try_thread_lock, url, key)
+                except BaseException:
+                    await aconn.close()
+                    raise
+                if handle is not None:
+                    break
+                await aconn.close()
+            else:
+                handle = await asyncio.to_thread(qb.try_thread_lock, None, url, key)
+                if handle is not None:
+                    aconn = None
+                    break
             if time.monotonic() >= deadline:
                 raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
             await asyncio.sleep(_LOCK_POLL)
+        try:
+            yield
+        finally:
+            try:
+                if aconn is not None:
+                    await aconn.run_sync(qb.release_thread_lock, handle)
+                else:
+                    qb.release_thread_lock(None, handle)
+            finally:
+                if aconn is not None:
+                    await aconn.close()
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
 
