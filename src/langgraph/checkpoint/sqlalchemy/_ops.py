@@ -178,6 +178,9 @@ class CheckpointRecord:
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
     damaged: str | None = None
     """Why ``inline_values`` could not be read (a damaged or forged row), else None."""
+    incomplete: bool = False
+    """A channel's blob was not found: deleted between two statements of a read outside
+    a transaction (a concurrent prune), or missing from the database."""
 
     @classmethod
     def of(cls, row: Any) -> CheckpointRecord:
@@ -261,6 +264,10 @@ def get_checkpoint(
 ) -> CheckpointRecord | None:
     """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
 
+    The saver runs it outside a transaction first (one statement needs none; see
+    :attr:`.QueryBuilder.one_statement_read_options`) and again inside one when a blob
+    was missing (``incomplete``).
+
     One statement for a checkpoint whose values are all in its row (``inline_values``):
     the row joined to its writes; a second one reads the blobs of its other channel
     values (``value_versions``).
@@ -287,6 +294,7 @@ def get_checkpoint(
     for chunk in _chunks(keys, st.qb.in_list_chunk):
         for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
             record.values[channel] = (type_, blob)
+    record.incomplete = any(k[2] not in record.values for k in keys)
     return record
 
 

@@ -63,6 +63,8 @@ __all__ = [
 #: ``BEGIN IMMEDIATE`` so that a read-then-write transaction never fails to upgrade its
 #: lock; other dialects ignore it.
 WRITE_OPTION = "lgsa_write"
+#: Execution option: read without an explicit transaction on SQLite (no ``BEGIN``).
+NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 
 _SYNC_DRIVERS = {
     "sqlite": ("pysqlite", "aiosqlite"),
@@ -193,7 +195,10 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_on_begin(connection: Connection) -> None:
-    write = connection.get_execution_options().get(WRITE_OPTION, False)
+    options = connection.get_execution_options()
+    if options.get(NO_TRANSACTION_OPTION):
+        return  # one-statement read: pysqlite runs it in autocommit mode
+    write = options.get(WRITE_OPTION, False)
     # Straight to the driver: this runs before every transaction, and going through
     # exec_driver_sql costs a full SQLAlchemy execution each time.
     cursor = connection.connection.cursor()
@@ -359,6 +364,20 @@ class QueryBuilder:
         self.dialect_name = dialect_name
         self._mysql = dialect_name in ("mysql", "mariadb")
         self._value_limit: int | None = None
+
+    @property
+    def one_statement_read_options(self) -> dict[str, Any]:
+        """Execution options of a read that is one statement (``get_tuple``): no
+        transaction around it, which saves two driver calls (``BEGIN``, ``ROLLBACK``) on
+        SQLite and two round trips on PostgreSQL. A single statement reads one snapshot
+        on every database. MySQL/MariaDB keep their transaction: switching PyMySQL to
+        autocommit and back costs two round trips itself.
+        """
+        if self.dialect_name == "postgresql":
+            return {"isolation_level": "AUTOCOMMIT"}
+        if self.dialect_name == "sqlite":
+            return {NO_TRANSACTION_OPTION: True}
+        return {}
 
     @property
     def async_in_thread(self) -> bool:

@@ -252,8 +252,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if schema:
             options["schema_translate_map"] = {None: schema}
         self._read = engine.execution_options(**options)
+        self._read_one = engine.execution_options(
+            **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
+        )
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
         self._aread = async_engine.execution_options(**options)
+        self._aread_one = async_engine.execution_options(
+            **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
+        )
         self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
         self._qb = QueryBuilder(engine.dialect.name)
         self._st = _ops.Statements(self._qb)
@@ -378,12 +384,22 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     # -- the two doors: one sync function on a Connection, run sync or async -----------
 
+    def _reader(self, write: bool | None) -> Engine:
+        return self._read_one if write is None else self._read
+
+    def _areader(self, write: bool | None) -> AsyncEngine:
+        return self._aread_one if write is None else self._aread
+
     def _run(
-        self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
+        self,
+        write: bool | None,
+        op: Callable[Concatenate[Connection, P], R],
+        *a: P.args,
+        **k: P.kwargs,
     ) -> R:
         for attempt in range(_ATTEMPTS):
             try:
-                with self._write.begin() if write else self._read.connect() as conn:
+                with self._write.begin() if write else self._reader(write).connect() as conn:
                     if not self._schema_checked:
                         self._check_schema(conn)
                     return op(conn, *a, **k)
@@ -392,7 +408,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _arun(
-        self, write: bool, op: Callable[Concatenate[Connection, P], R], *a: P.args, **k: P.kwargs
+        self,
+        write: bool | None,
+        op: Callable[Concatenate[Connection, P], R],
+        *a: P.args,
+        **k: P.kwargs,
     ) -> R:
         if self._qb.async_in_thread:
             # The same sync function on the sync engine, in one worker thread (see
@@ -401,7 +421,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         conn: AsyncConnection
         for attempt in range(_ATTEMPTS):
             try:
-                async with self._awrite.begin() if write else self._aread.connect() as conn:
+                async with (
+                    self._awrite.begin() if write else self._areader(write).connect()
+                ) as conn:
                     if not self._schema_checked:
                         await conn.run_sync(self._check_schema)
                     return await conn.run_sync(op, *a, **k)
@@ -678,7 +700,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
         """
-        rec = self._run(False, _ops.get_checkpoint, self._st, *_checkpoint_key(config))
+        key = _checkpoint_key(config)
+        rec = self._run(None, _ops.get_checkpoint, self._st, *key)
+        if rec is not None and rec.incomplete:
+            rec = self._run(False, _ops.get_checkpoint, self._st, *key)
         return self._to_tuple(rec) if rec is not None else None
 
     def list(
@@ -999,7 +1024,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        rec = await self._arun(False, _ops.get_checkpoint, self._st, *_checkpoint_key(config))
+        key = _checkpoint_key(config)
+        rec = await self._arun(None, _ops.get_checkpoint, self._st, *key)
+        if rec is not None and rec.incomplete:
+            rec = await self._arun(False, _ops.get_checkpoint, self._st, *key)
         return self._to_tuple(rec) if rec is not None else None
 
     async def alist(
