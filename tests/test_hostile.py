@@ -708,3 +708,25 @@ async def test_bad_namespace_and_checkpoint_id_types_raise_config_error(door: Do
         config = {"configurable": {"thread_id": "seed-a", "checkpoint_id": bad}}
         await expect_config_error(seed_, door, "get id", door.get_tuple(config))
         await expect_config_error(seed_, door, "list id", door.list(config))
+
+
+@pytest.mark.parametrize(
+    "channel", ["a\x00b", "\x00", "a\ud800"], ids=["nul", "only-nul", "surrogate"]
+)
+async def test_channel_name_with_nul_or_lone_surrogate_raises_config_error(
+    door: Door, channel: str
+) -> None:
+    """PostgreSQL cannot hold NUL in text or JSONB keys, no driver encodes a lone
+    surrogate: CheckpointConfigError on every dialect, nothing stored (was a driver
+    error on some dialects and stored on others)."""
+    seed_ = await seed(door)
+    cp, versions = make_checkpoint({channel: 1, "ok": 2})
+    with pytest.raises(CheckpointConfigError):
+        await door.put(cfg("t"), cp, {}, versions)
+    assert await door.list(cfg("t")) == []
+    config = await put(door, "t", {}, {"ok": 2})
+    with pytest.raises(CheckpointConfigError):
+        await door.put_writes(config, [("ok", 1), (channel, 1)], "task")
+    got = await door.get_tuple(config)
+    assert got is not None and got.pending_writes == []
+    await seed_.check(door)

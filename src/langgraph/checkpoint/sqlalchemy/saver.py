@@ -126,6 +126,27 @@ def _check_text(text: str, name: str) -> str:
     return text
 
 
+def _check_channel(channel: str) -> None:
+    # As for ids: PostgreSQL text (and JSONB keys) cannot hold NUL, and no driver encodes
+    # a lone surrogate; refuse both on every dialect rather than fail with a driver error
+    # on some and store on others.
+    if not isinstance(channel, str):
+        raise CheckpointConfigError(f"channel names must be strings, got {type(channel).__name__}.")
+    if "\x00" in channel or not _encodable(channel):
+        raise CheckpointConfigError(
+            f"channel name {channel[:40]!r} contains a NUL character or a lone surrogate, "
+            "which databases cannot store; rename the channel."
+        )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _namespace(value: Any) -> str:
     if value is None:
         return ""
@@ -556,6 +577,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         for channel, value in values.items():
             if channel not in versions:
                 continue  # no version: nothing can reference the value
+            _check_channel(channel)
             if len(channel) > CHANNEL_MAX_LENGTH:
                 raise CheckpointConfigError(
                     f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
@@ -613,6 +635,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         task = _text_id(task_id, "task_id", ID_MAX_LENGTH, required=True)
         rows = []
         for i, (channel, value) in enumerate(writes):
+            _check_channel(channel)
             type_, blob = self.serde.dumps_typed(value)
             rows.append(
                 {
