@@ -380,6 +380,16 @@ class QueryBuilder:
         return {}
 
     @property
+    def one_statement_write_options(self) -> dict[str, Any]:
+        """Execution options of a write that is one statement (a put whose values are all
+        in the checkpoint row, a put_writes of one batch): a statement is atomic on its
+        own, so no ``BEGIN``/``COMMIT`` around it: two driver calls fewer on SQLite, two
+        round trips fewer on PostgreSQL. MySQL/MariaDB keep their transaction (see
+        :attr:`one_statement_read_options`).
+        """
+        return self.one_statement_read_options
+
+    @property
     def async_in_thread(self) -> bool:
         """Whether the async methods run the operation on the sync engine in a worker
         thread (``asyncio.to_thread``) instead of on the async engine.

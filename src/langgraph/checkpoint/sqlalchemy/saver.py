@@ -80,6 +80,13 @@ _PrunePlan = list[tuple[Callable[..., None], tuple[Any, ...]]]
 #: Tries of an operation when the server drops the connection under it (see
 #: ``SQLAlchemySaver._raise_unless_retry``).
 _ATTEMPTS = 2
+
+# How an operation reaches the database (SQLAlchemySaver._connect).
+_READ = "read"  # a read transaction (several statements, one snapshot where the
+#: database gives one)
+_READ_ONE = "read-one"  # one statement, no transaction around it
+_WRITE = "write"  # a write transaction (BEGIN IMMEDIATE on SQLite)
+_WRITE_ONE = "write-one"  # one statement, atomic on its own, no transaction around it
 #: Seconds between two tries of a thread lock held elsewhere.
 _LOCK_POLL = 0.05
 
@@ -277,11 +284,17 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
         )
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
+        self._write_one = engine.execution_options(
+            **options, **QueryBuilder(engine.dialect.name).one_statement_write_options
+        )
         self._aread = async_engine.execution_options(**options)
         self._aread_one = async_engine.execution_options(
             **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
         )
         self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
+        self._awrite_one = async_engine.execution_options(
+            **options, **QueryBuilder(engine.dialect.name).one_statement_write_options
+        )
         self._qb = QueryBuilder(engine.dialect.name)
         self._st = _ops.Statements(self._qb)
         self._schema_checked = False
@@ -405,22 +418,31 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     # -- the two doors: one sync function on a Connection, run sync or async -----------
 
-    def _reader(self, write: bool | None) -> Engine:
-        return self._read_one if write is None else self._read
+    def _connect(self, access: str) -> Any:
+        """A connection context for ``access`` (see :data:`_WRITE` and friends)."""
+        if access == _WRITE:
+            return self._write.begin()
+        if access == _WRITE_ONE:
+            return self._write_one.begin()
+        return (self._read_one if access == _READ_ONE else self._read).connect()
 
-    def _areader(self, write: bool | None) -> AsyncEngine:
-        return self._aread_one if write is None else self._aread
+    def _aconnect(self, access: str) -> Any:
+        if access == _WRITE:
+            return self._awrite.begin()
+        if access == _WRITE_ONE:
+            return self._awrite_one.begin()
+        return (self._aread_one if access == _READ_ONE else self._aread).connect()
 
     def _run(
         self,
-        write: bool | None,
+        access: str,
         op: Callable[Concatenate[Connection, P], R],
         *a: P.args,
         **k: P.kwargs,
     ) -> R:
         for attempt in range(_ATTEMPTS):
             try:
-                with self._write.begin() if write else self._reader(write).connect() as conn:
+                with self._connect(access) as conn:
                     if not self._schema_checked:
                         self._check_schema(conn)
                     return op(conn, *a, **k)
@@ -430,7 +452,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def _arun(
         self,
-        write: bool | None,
+        access: str,
         op: Callable[Concatenate[Connection, P], R],
         *a: P.args,
         **k: P.kwargs,
@@ -438,13 +460,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if self._qb.async_in_thread:
             # The same sync function on the sync engine, in one worker thread (see
             # QueryBuilder.async_in_thread): the event loop is never blocked.
-            return await asyncio.to_thread(functools.partial(self._run, write, op, *a, **k))
+            return await asyncio.to_thread(functools.partial(self._run, access, op, *a, **k))
         conn: AsyncConnection
         for attempt in range(_ATTEMPTS):
             try:
-                async with (
-                    self._awrite.begin() if write else self._areader(write).connect()
-                ) as conn:
+                async with self._aconnect(access) as conn:
                     if not self._schema_checked:
                         await conn.run_sync(self._check_schema)
                     return await conn.run_sync(op, *a, **k)
@@ -724,9 +744,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
         """
         key = _checkpoint_key(config)
-        rec = self._run(None, _ops.get_checkpoint, self._st, *key)
+        rec = self._run(_READ_ONE, _ops.get_checkpoint, self._st, *key)
         if rec is not None and rec.incomplete:
-            rec = self._run(False, _ops.get_checkpoint, self._st, *key)
+            rec = self._run(_READ, _ops.get_checkpoint, self._st, *key)
         return self._to_tuple(rec) if rec is not None else None
 
     def list(
@@ -760,7 +780,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = self._run(False, _ops.list_page, self._st, query, *request)
+            page = self._run(_READ, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
                 if (tup := self._listed(rec)) is not None:
@@ -794,7 +814,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointMetadataError: Metadata that is not JSON.
         """
         row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
-        self._run(True, self._put_op(row), self._st, row, blob_rows)
+        op = self._put_op(row)
+        self._run(_write_access(op, blob_rows), op, self._st, row, blob_rows)
         return next_config
 
     def put_writes(
@@ -817,7 +838,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         rows, replace = self._write_rows(config, writes, task_id, task_path)
         if rows:
-            self._run(True, _ops.put_writes, self._st, rows, replace)
+            self._run(_writes_access(rows), _ops.put_writes, self._st, rows, replace)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in every namespace.
@@ -825,7 +846,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         One transaction; deleting a thread that does not exist does nothing.
         """
         key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
-        self._run(True, _ops.delete_thread, self._st, cast(str, key))
+        self._run(_WRITE, _ops.delete_thread, self._st, cast(str, key))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints whose ``metadata["run_id"]`` is listed, and their writes.
@@ -843,7 +864,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         keys = _run_keys(run_ids)
         if keys:
-            self._run(True, _maintenance.delete_for_runs, self._st, keys)
+            self._run(_WRITE, _maintenance.delete_for_runs, self._st, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -854,7 +875,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointConfigError: A thread id of the wrong type or length.
         """
         source, target = _thread(source_thread_id), _thread(target_thread_id)
-        self._run(True, _copy_thread, source, target)
+        self._run(_WRITE, _copy_thread, source, target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, each in its own transaction.
@@ -874,7 +895,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ValueError: Unknown strategy.
         """
         for op, args in self._prune_plan(thread_ids, strategy):
-            self._run(True, op, *args)
+            self._run(_WRITE, op, *args)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -899,7 +920,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if not channels:
             return {}
         key = _checkpoint_key(config)
-        raw = self._run(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
+        raw = self._run(_READ, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
     # -- per-thread lock across processes ----------------------------------------------------
@@ -1015,7 +1036,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             ValueError: ``limit`` or ``offset`` negative.
         """
-        return self._run(False, _maintenance.list_threads, *_thread_page(limit, offset, idle_for))
+        return self._run(_READ, _maintenance.list_threads, *_thread_page(limit, offset, idle_for))
 
     async def alist_threads(
         self,
@@ -1026,7 +1047,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
         page = _thread_page(limit, offset, idle_for)
-        return await self._arun(False, _maintenance.list_threads, *page)
+        return await self._arun(_READ, _maintenance.list_threads, *page)
 
     def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Rows and serialised bytes per table, for the database or one thread.
@@ -1036,21 +1057,21 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             serialised columns, not the database's page usage.
         """
         key = _thread(thread_id) if thread_id is not None else None
-        return self._run(False, _maintenance.storage_stats, key)
+        return self._run(_READ, _maintenance.storage_stats, key)
 
     async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
         key = _thread(thread_id) if thread_id is not None else None
-        return await self._arun(False, _maintenance.storage_stats, key)
+        return await self._arun(_READ, _maintenance.storage_stats, key)
 
     # -- the saver contract: async -------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         key = _checkpoint_key(config)
-        rec = await self._arun(None, _ops.get_checkpoint, self._st, *key)
+        rec = await self._arun(_READ_ONE, _ops.get_checkpoint, self._st, *key)
         if rec is not None and rec.incomplete:
-            rec = await self._arun(False, _ops.get_checkpoint, self._st, *key)
+            rec = await self._arun(_READ, _ops.get_checkpoint, self._st, *key)
         return self._to_tuple(rec) if rec is not None else None
 
     async def alist(
@@ -1065,7 +1086,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         query = self._list_query(config, filter, before)
         pages = _Pages(limit)
         while (request := pages.next()) is not None:
-            page = await self._arun(False, _ops.list_page, self._st, query, *request)
+            page = await self._arun(_READ, _ops.list_page, self._st, query, *request)
             pages.advance(page)
             for rec in page:
                 if (tup := self._listed(rec)) is not None:
@@ -1080,7 +1101,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Async :meth:`put`."""
         row, blob_rows, next_config = self._put_rows(config, checkpoint, metadata, new_versions)
-        await self._arun(True, self._put_op(row), self._st, row, blob_rows)
+        op = self._put_op(row)
+        await self._arun(_write_access(op, blob_rows), op, self._st, row, blob_rows)
         return next_config
 
     async def aput_writes(
@@ -1093,28 +1115,28 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """Async :meth:`put_writes`."""
         rows, replace = self._write_rows(config, writes, task_id, task_path)
         if rows:
-            await self._arun(True, _ops.put_writes, self._st, rows, replace)
+            await self._arun(_writes_access(rows), _ops.put_writes, self._st, rows, replace)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
         key = _text_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH, required=True)
-        await self._arun(True, _ops.delete_thread, self._st, cast(str, key))
+        await self._arun(_WRITE, _ops.delete_thread, self._st, cast(str, key))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
         keys = _run_keys(run_ids)
         if keys:
-            await self._arun(True, _maintenance.delete_for_runs, self._st, keys)
+            await self._arun(_WRITE, _maintenance.delete_for_runs, self._st, keys)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
         source, target = _thread(source_thread_id), _thread(target_thread_id)
-        await self._arun(True, _copy_thread, source, target)
+        await self._arun(_WRITE, _copy_thread, source, target)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
         for op, args in self._prune_plan(thread_ids, strategy):
-            await self._arun(True, op, *args)
+            await self._arun(_WRITE, op, *args)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -1123,7 +1145,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if not channels:
             return {}
         key = _checkpoint_key(config)
-        raw = await self._arun(False, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
+        raw = await self._arun(_READ, _delta_history, self._st, *key, list(dict.fromkeys(channels)))
         return self._histories(raw, channels)
 
     # -- operator methods: planning and decoding (no database) -----------------------------
@@ -1187,6 +1209,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
+
+
+def _write_access(op: Callable[..., None], blob_rows: Sequence[dict[str, Any]]) -> str:
+    """A put whose values are all in the checkpoint row is one upsert: atomic on its own,
+    it needs no transaction around it (saving BEGIN and COMMIT: two driver calls on
+    SQLite, two round trips on PostgreSQL)."""
+    return _WRITE_ONE if op is _ops.put and not blob_rows else _WRITE
+
+
+def _writes_access(rows: Sequence[dict[str, Any]]) -> str:
+    """put_writes sends one multi-row INSERT when its values fit one batch."""
+    size = sum(len(r["blob"] or b"") for r in rows)
+    return _WRITE_ONE if size <= _ops.BATCH_BYTES else _WRITE
 
 
 def _lock_timeout_message(thread_id: str, timeout: float) -> str:

@@ -45,7 +45,7 @@ from sqlalchemy.pool import NullPool
 
 from . import _ops
 from .dialects import resolve_urls
-from .saver import SQLAlchemySaver
+from .saver import _READ, _WRITE, SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
 from .schema import writes as our_writes
 
@@ -406,7 +406,7 @@ def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
     def op(conn: Connection) -> set[tuple[str, str]]:
         return {(str(r[0]), str(r[1])) for r in conn.execute(query)}
 
-    return target._run(False, op)
+    return target._run(_READ, op)
 
 
 def _count(target: SQLAlchemySaver, thread_id: str, namespaces: set[str]) -> int:
@@ -418,7 +418,7 @@ def _count(target: SQLAlchemySaver, thread_id: str, namespaces: set[str]) -> int
     def op(conn: Connection) -> int:
         return int(conn.execute(query).scalar_one())
 
-    return target._run(False, op)
+    return target._run(_READ, op)
 
 
 def _store(
@@ -465,7 +465,7 @@ def _store(
             _ops.put_writes(conn, target._st, write_rows, False)
         _ops.put(conn, target._st, row, blob_rows)
 
-    target._run(True, op)
+    target._run(_WRITE, op)
 
 
 # -- copy ---------------------------------------------------------------------------------
