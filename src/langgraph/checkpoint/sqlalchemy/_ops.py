@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, delete, select, tuple_
+from sqlalchemy import Connection, Select, bindparam, delete, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _inline
@@ -327,7 +327,7 @@ def _page_select(
     )
     if cursor is not None:
         # Keyset pagination: strictly after the last row of the previous page.
-        stmt = stmt.where(tuple_(*order) < tuple_(cursor[2], cursor[0], cursor[1]))
+        stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
     return stmt.order_by(*(c.desc() for c in order)).limit(size)
 
 
