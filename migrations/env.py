@@ -84,9 +84,7 @@ else:
     if given is not None:
         _run(given)
     else:
-        if config.config_file_name is not None and config.file_config.has_section(
-            "formatters"
-        ):
+        if config.config_file_name is not None and config.file_config.has_section("formatters"):
             # Logging set-up only when the ini file has one (a minimal [alembic] ini works).
             fileConfig(config.config_file_name, disable_existing_loggers=False)
         engine = create_engine(resolve_urls(_url()).sync, poolclass=NullPool)
