@@ -279,23 +279,17 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         options: dict[str, Any] = {}
         if schema:
             options["schema_translate_map"] = {None: schema}
+        self._qb = qb = QueryBuilder(engine.dialect.name)
         self._read = engine.execution_options(**options)
-        self._read_one = engine.execution_options(
-            **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
-        )
+        self._read_one = engine.execution_options(**options, **qb.one_statement_read_options)
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
-        self._write_one = engine.execution_options(
-            **options, **QueryBuilder(engine.dialect.name).one_statement_write_options
-        )
+        self._write_one = engine.execution_options(**options, **qb.one_statement_write_options)
         self._aread = async_engine.execution_options(**options)
-        self._aread_one = async_engine.execution_options(
-            **options, **QueryBuilder(engine.dialect.name).one_statement_read_options
-        )
+        self._aread_one = async_engine.execution_options(**options, **qb.one_statement_read_options)
         self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
         self._awrite_one = async_engine.execution_options(
-            **options, **QueryBuilder(engine.dialect.name).one_statement_write_options
+            **options, **qb.one_statement_write_options
         )
-        self._qb = QueryBuilder(engine.dialect.name)
         self._st = _ops.Statements(self._qb)
         self._schema_checked = False
 
