@@ -107,11 +107,15 @@ class EngineURLs:
     memory: str | None = None
 
 
+#: Start of the names of the saver's shared in-memory databases (see _memory_urls).
+_MEMDB_PREFIX = "file:/lgsa-"
+
+
 def _memory_urls() -> EngineURLs:
     # One named in-memory database per saver, shared by every connection of the process
     # that names it (memdb VFS, SQLite >= 3.36), with ordinary locking, unlike
     # ``cache=shared``.
-    name = f"file:/lgsa-{uuid.uuid4().hex}?vfs=memdb"
+    name = f"{_MEMDB_PREFIX}{uuid.uuid4().hex}?vfs=memdb"
     sync_url = make_url(f"sqlite+pysqlite:///{name}&uri=true")
     return EngineURLs(sync_url, sync_url.set(drivername="sqlite+aiosqlite"), name)
 
@@ -810,7 +814,7 @@ def _sqlite_try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
     if (
         database in ("", ":memory:")
         or url.query.get("vfs") == "memdb"
-        or database.startswith("file:/lgsa-")
+        or database.startswith(_MEMDB_PREFIX)
     ):
         with _MEMORY_LOCKS_GUARD:
             lock = _MEMORY_LOCKS.setdefault((database, name), threading.Lock())
