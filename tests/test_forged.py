@@ -236,16 +236,23 @@ async def test_forged_callable_is_not_run_by_a_strict_serializer(
     strict: str,
     where: str,
 ) -> None:
-    """The strict serializer neither imports-and-calls ``os.mkdir`` nor fails: it
-    returns the extension's argument (the path string) in place of the object."""
+    """The strict serializer does not import-and-call ``os.mkdir``. With only an
+    allowlist it returns the extension's argument (the path string) in place of the
+    object; with LANGGRAPH_STRICT_MSGPACK the saver decodes strictly too
+    (``strict_decode``) and raises CheckpointDecodeError naming the part."""
     serde = strict_serde(strict, monkeypatch)
     saver = saver_factory(serde=serde, inline_limit=0 if where == "blob" else 16 * 1024)
+    assert saver.strict_decode is (strict == "env")
     door = Door(saver, mode)
     target = tmp_path / f"pwned-{strict}-{where}"
     config = await forge(door, where, target)
-    value = await read_forged(door, where, config)
+    if strict == "env":
+        with pytest.raises(CheckpointDecodeError, match="os.mkdir was not rebuilt"):
+            await read_forged(door, where, config)
+    else:
+        value = await read_forged(door, where, config)
+        assert value == str(target)  # not reconstructed: the raw argument
     assert not target.exists(), "the forged callable ran"
-    assert value == str(target)  # not reconstructed: the raw argument
 
 
 @pytest.mark.parametrize("where", WHERE)

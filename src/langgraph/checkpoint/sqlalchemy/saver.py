@@ -44,7 +44,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _history, _inline, _maintenance, _ops, migrate
+from . import _history, _inline, _maintenance, _ops, _strict, migrate
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
@@ -226,15 +226,20 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         inline_limit: Largest serialised channel value, in bytes, stored in the
             checkpoint's own row rather than in the blobs table (0 to 16,384; default
             16,384). See :mod:`._inline`.
-
-    Raises:
         detect_conflicts: Refuse, with :class:`CheckpointConflictError`, a checkpoint of a
             run (metadata ``source`` ``"input"`` or ``"loop"``) whose parent is no longer
             the newest checkpoint of its namespace: a second run started from the same
             state fails at its first write instead of silently forking the thread.
             Deliberate forks (``update_state``, replays: sources ``"update"``/``"fork"``)
             pass. Costs a lock and a primary-key lookup a put.
+        strict_decode: Raise :class:`CheckpointDecodeError` (naming the thread, checkpoint
+            and channel or write) when a stored object cannot be rebuilt as its class
+            (module gone, constructor rejects the stored fields, type not allowed),
+            instead of LangGraph's default of handing back its raw fields as a dict. None
+            (default): on when ``LANGGRAPH_STRICT_MSGPACK`` is 1/true/yes at
+            construction. See :mod:`._strict`.
 
+    Raises:
         ValueError: Neither engine was given, or ``inline_limit`` is out of range.
         UnsupportedDialectError: The engine's dialect is not supported.
 
@@ -254,12 +259,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
-        inline_limit: int = _inline.INLINE_VALUE_LIMIT,
+        inline_limit: int = 16_384,
         detect_conflicts: bool = False,
+        strict_decode: bool | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self._inline_limit = _check_inline_limit(inline_limit)
         self.detect_conflicts = detect_conflicts
+        self.strict_decode = _strict.strict_from_env() if strict_decode is None else strict_decode
         if engine is None and async_engine is None:
             raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
         self._owned: list[Engine | AsyncEngine] = []
@@ -300,8 +307,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         schema: str | None = None,
-        inline_limit: int = _inline.INLINE_VALUE_LIMIT,
+        inline_limit: int = 16_384,
         detect_conflicts: bool = False,
+        strict_decode: bool | None = None,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -319,6 +327,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             schema: See :class:`SQLAlchemySaver`.
             inline_limit: See :class:`SQLAlchemySaver`.
             detect_conflicts: See :class:`SQLAlchemySaver`.
+            strict_decode: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -340,6 +349,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             schema=schema,
             inline_limit=inline_limit,
             detect_conflicts=detect_conflicts,
+            strict_decode=strict_decode,
         )
         saver._owned = [engine, async_engine]
         saver._keeper = keeper
@@ -519,7 +529,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         def load(part: str, type_: str, data: bytes | None) -> Any:
             try:
-                return self.serde.loads_typed((type_, data if data is not None else b""))
+                return self._loads(type_, data)
             except Exception as e:
                 raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e
 
@@ -544,6 +554,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             parent_config=_config(row.thread_id, row.checkpoint_ns, parent) if parent else None,
             pending_writes=pending,
         )
+
+    def _loads(self, type_: str, data: bytes | None) -> Any:
+        """Decode a stored value with ``serde``, checked by :mod:`._strict` when
+        ``strict_decode`` is on."""
+        if self.strict_decode:
+            return _strict.loads(self.serde, type_, data if data is not None else b"")
+        return self.serde.loads_typed((type_, data if data is not None else b""))
 
     def _put_op(self, row: dict[str, Any]) -> Callable[..., None]:
         """The put operation: checked for conflicts when ``detect_conflicts`` is on and
@@ -1177,13 +1194,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
             entry: DeltaChannelHistory = {
                 "writes": [
-                    (task_id, ch, self.serde.loads_typed((t, b if b is not None else b"")))
+                    (task_id, ch, self._loads(t, b))
                     for _depth, _path, task_id, _idx, t, b in history.writes
                 ]
             }
             if history.seed is not None:
                 t, b = history.seed
-                entry["seed"] = self.serde.loads_typed((t, b if b is not None else b""))
+                entry["seed"] = self._loads(t, b)
             result[ch] = entry
         return result
 

@@ -1,0 +1,169 @@
+"""Strict decoding: a stored object that cannot be rebuilt raises instead of turning into
+its raw fields.
+
+LangGraph's ``JsonPlusSerializer`` stores a pydantic model, a dataclass or any other
+object as a msgpack extension naming its class (``module``, ``name``) and its fields. When
+that class cannot be rebuilt on load (its module is gone or renamed, its constructor
+rejects the stored fields, or the serializer's msgpack allowlist blocks it), LangGraph
+returns the raw fields (a dict or list) and logs a warning once per class: the graph then
+receives a dict where it expects a model. That is LangGraph's default, and the saver's.
+
+With strict decoding (saver option ``strict_decode=True``, or the environment variable
+``LANGGRAPH_STRICT_MSGPACK`` set to 1/true/yes when the saver is built), every object the
+serializer reads back is checked: its class must be importable and the value returned
+must be an instance of it (for a factory function: not its raw argument). Otherwise
+:func:`loads` raises :class:`NotRebuiltError`, which the saver reports as a
+``CheckpointDecodeError`` naming the thread, checkpoint and channel or write.
+
+The check covers each object the serializer meets in a stored value (a list of messages:
+each message); an object nested inside another object's fields is rebuilt by that
+object's own constructor (pydantic validates it), and is not checked separately. Values
+of a serializer other than ``JsonPlusSerializer`` (optionally inside an
+``EncryptedSerializer``) are decoded as that serializer does, unchecked. Nothing here
+imports or calls anything the serializer itself would not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+__all__ = ["NotRebuiltError", "loads", "strict_from_env"]
+
+#: Environment variable of LangGraph's strict msgpack mode, which also turns strict
+#: decoding on (values LangGraph reads as true).
+STRICT_ENV = "LANGGRAPH_STRICT_MSGPACK"
+_TRUE = ("1", "true", "yes")
+
+# LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus): objects
+# rebuilt by calling their class (or a method of it) on stored fields.
+_CONSTRUCTOR_SINGLE_ARG = 0
+_CONSTRUCTOR_POS_ARGS = 1
+_CONSTRUCTOR_KW_ARGS = 2
+_METHOD_SINGLE_ARG = 3
+_PYDANTIC_V1 = 4
+_PYDANTIC_V2 = 5
+_NUMPY_ARRAY = 6
+_REBUILT_BY_CALL = frozenset(
+    (
+        _CONSTRUCTOR_SINGLE_ARG,
+        _CONSTRUCTOR_POS_ARGS,
+        _CONSTRUCTOR_KW_ARGS,
+        _METHOD_SINGLE_ARG,
+        _PYDANTIC_V1,
+        _PYDANTIC_V2,
+    )
+)
+
+
+class NotRebuiltError(ValueError):
+    """A stored object came back as its raw fields instead of an instance of its class."""
+
+
+def strict_from_env() -> bool:
+    """Whether ``LANGGRAPH_STRICT_MSGPACK`` asks for strict decoding (1, true or yes)."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in _TRUE
+
+
+class _Opaque:
+    """Stands for a nested extension while peeking at an object's stored fields."""
+
+
+def _opaque(code: int, data: bytes) -> _Opaque:
+    return _Opaque()
+
+
+def _peek(data: bytes) -> tuple[str, str, Any] | None:
+    """``(module, name, fields)`` of an object extension, read without importing or
+    calling anything; None when the payload is not such a triple."""
+    try:
+        tup = ormsgpack.unpackb(data, ext_hook=_opaque, option=ormsgpack.OPT_NON_STR_KEYS)
+    except ormsgpack.MsgpackDecodeError:
+        return None
+    if isinstance(tup, (list, tuple)) and len(tup) >= 3:
+        module, name = tup[0], tup[1]
+        if isinstance(module, str) and isinstance(name, str):
+            return module, name, tup[2]
+    return None
+
+
+def _check(code: int, data: bytes, value: Any) -> None:
+    if code == _NUMPY_ARRAY and value is None:
+        raise NotRebuiltError("a numpy array was not rebuilt (is numpy installed?)")
+    if code not in _REBUILT_BY_CALL:
+        return
+    peeked = _peek(data)
+    if peeked is None:
+        return
+    module, name, fields = peeked
+    owner = sys.modules.get(module)
+    target = getattr(owner, name, None) if owner is not None else None
+    try:
+        raw = type(value) is type(fields) and bool(value == fields)
+    except Exception:  # an __eq__ that does not answer a bool (arrays): not raw fields
+        raw = False
+    if target is None or (isinstance(target, type) and not isinstance(value, target)) or raw:
+        raise NotRebuiltError(
+            f"the stored {module}.{name} was not rebuilt (its module or class is gone, its "
+            "constructor rejected the stored fields, or the serializer's msgpack allowlist "
+            f"blocks it); without strict decoding it would be its raw "
+            f"{type(value).__name__}. Restore the class, or add it to the allowlist"
+        )
+
+
+def _checking(
+    hook: Callable[[int, bytes], Any], failures: list[NotRebuiltError]
+) -> Callable[[int, bytes], Any]:
+    def ext_hook(code: int, data: bytes) -> Any:
+        value = hook(code, data)
+        try:
+            _check(code, data, value)
+        except NotRebuiltError as e:
+            failures.append(e)  # ormsgpack replaces a hook's exception with its own
+            raise
+        return value
+
+    return ext_hook
+
+
+def loads(serde: SerializerProtocol, type_: str, data: bytes) -> Any:
+    """Decode ``(type_, data)`` as ``serde.loads_typed`` does, checking each object.
+
+    Args:
+        serde: The saver's serializer.
+        type_: The stored type tag (``"msgpack"``, ``"msgpack+aes"``, ``"null"``, ...).
+        data: The stored bytes.
+
+    Returns:
+        The decoded value, the same as ``serde.loads_typed((type_, data))``.
+
+    Raises:
+        NotRebuiltError: An object of the value could not be rebuilt (see the module).
+        Exception: Whatever ``serde.loads_typed`` raises for damaged data.
+    """
+    if isinstance(serde, EncryptedSerializer) and "+" in type_:
+        inner_type, cipher_name = type_.split("+", 1)
+        return loads(serde.serde, inner_type, serde.cipher.decrypt(cipher_name, data))
+    if isinstance(serde, EncryptedSerializer):
+        return loads(serde.serde, type_, data)
+    # LangGraph keeps the serializer's ext hook (its allowlist applied) on the instance:
+    # decode as its loads_typed does, with that hook wrapped by the check.
+    hook = getattr(serde, "_unpack_ext_hook", None)
+    if type_ != "msgpack" or not isinstance(serde, JsonPlusSerializer) or not callable(hook):
+        return serde.loads_typed((type_, data))
+    failures: list[NotRebuiltError] = []
+    try:
+        return ormsgpack.unpackb(
+            data, ext_hook=_checking(hook, failures), option=ormsgpack.OPT_NON_STR_KEYS
+        )
+    except ormsgpack.MsgpackDecodeError:
+        if failures:
+            raise failures[0] from None
+        raise
