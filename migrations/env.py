@@ -47,6 +47,7 @@ def _run(connection: Connection) -> None:
     qb = QueryBuilder(connection.dialect.name)
     with qb.migration_lock(connection):
         qb.ensure_schema(connection, schema)
+        qb.ensure_version_table(connection, VERSION_TABLE, schema)
         context.configure(
             connection=connection,
             target_metadata=metadata,

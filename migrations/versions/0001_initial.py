@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import (
     BINARY,
     JSON_DOCUMENT,
@@ -45,6 +46,11 @@ def _has_index(table: str, name: str) -> bool:
     return any(index["name"] == name for index in indexes)
 
 
+def _pk_name(name: str) -> str | None:
+    # MySQL/MariaDB call every primary key PRIMARY and warn about any other name.
+    return QueryBuilder(op.get_context().dialect.name).primary_key_name(name)
+
+
 def upgrade() -> None:
     schema = _schema()
     if not _exists("lgsa_checkpoints"):
@@ -62,7 +68,7 @@ def upgrade() -> None:
             sa.Column("metadata", JSON_DOCUMENT, nullable=False),
             sa.Column("value_versions", JSON_DOCUMENT, nullable=False),
             sa.PrimaryKeyConstraint(
-                "thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"
+                "thread_id", "checkpoint_ns", "checkpoint_id", name=_pk_name("pk_lgsa_checkpoints")
             ),
             schema=schema,
             **MYSQL_TABLE_OPTIONS,
@@ -89,7 +95,7 @@ def upgrade() -> None:
                 "checkpoint_ns",
                 "channel",
                 "version",
-                name="pk_lgsa_checkpoint_blobs",
+                name=_pk_name("pk_lgsa_checkpoint_blobs"),
             ),
             schema=schema,
             **MYSQL_TABLE_OPTIONS,
@@ -112,7 +118,7 @@ def upgrade() -> None:
                 "checkpoint_id",
                 "task_id",
                 "idx",
-                name="pk_lgsa_checkpoint_writes",
+                name=_pk_name("pk_lgsa_checkpoint_writes"),
             ),
             schema=schema,
             **MYSQL_TABLE_OPTIONS,

@@ -24,8 +24,12 @@ from typing import Any
 
 from sqlalchemy import (
     Boolean,
+    Column,
     Connection,
     Engine,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
     Table,
     Text,
     and_,
@@ -642,6 +646,27 @@ class QueryBuilder:
         is None."""
         if schema and self.dialect_name != "sqlite":
             connection.execute(CreateSchema(schema, if_not_exists=True))
+
+    def primary_key_name(self, name: str) -> str | None:
+        """The name to give a primary key constraint in DDL: ``name``, or None on
+        MySQL/MariaDB, which call every primary key ``PRIMARY`` and answer any other
+        name with warning 1280 ("Name ... ignored for PRIMARY key")."""
+        return None if self._mysql else name
+
+    def ensure_version_table(self, connection: Connection, name: str, schema: str | None) -> None:
+        """Create Alembic's version table ahead of Alembic where Alembic's own DDL would
+        draw a warning: on MySQL/MariaDB, the same table (``version_num VARCHAR(32)``,
+        its primary key) with the key left unnamed (see :meth:`primary_key_name`).
+        Alembic finds it and uses it. No-op elsewhere or when the table exists."""
+        if not self._mysql:
+            return
+        Table(
+            name,
+            MetaData(),
+            Column("version_num", String(32), nullable=False),
+            PrimaryKeyConstraint("version_num", name=self.primary_key_name(f"{name}_pkc")),
+            schema=schema,
+        ).create(connection, checkfirst=True)
 
     @contextmanager
     def migration_lock(self, connection: Connection) -> Iterator[None]:
