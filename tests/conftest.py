@@ -61,16 +61,53 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
+def _mariadb_packet(value: int | None = None) -> int | None:
+    """The server's global max_allowed_packet, after setting it to ``value`` if given;
+    None when the MariaDB server cannot be reached (its tests then fail on their own)."""
+    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            if value is not None:
+                conn.execute(text(f"SET GLOBAL max_allowed_packet = {int(value)}"))
+            return int(conn.execute(text("SELECT @@GLOBAL.max_allowed_packet")).scalar_one())
+    except Exception:
+        return None
+    finally:
+        admin.dispose()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Raise MariaDB's max_allowed_packet for the run (the large-value tests), once, in the
+    process that runs the session (the xdist controller, not each worker)."""
+    if "mariadb" not in BACKENDS or hasattr(config, "workerinput"):
+        return
+    before = _mariadb_packet()
+    if before is not None and before < MARIADB_MIN_PACKET:
+        _mariadb_packet(MARIADB_MIN_PACKET)
+        config.stash[_PACKET_BEFORE] = before
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put max_allowed_packet back as the run found it: the server is not ours."""
+    before = config.stash.get(_PACKET_BEFORE, None)
+    if before is not None:
+        _mariadb_packet(before)
+
+
+_PACKET_BEFORE = pytest.StashKey[int]()
+
+
 @pytest.fixture(scope="session")
 def mariadb_url() -> Iterator[str]:
     """URL of the MariaDB server; each test gets its own database (the saver's
-    ``schema``), dropped after the test. Raises max_allowed_packet to 128 MB if lower."""
-    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        packet = conn.execute(text("SELECT @@GLOBAL.max_allowed_packet")).scalar_one()
-        if packet < MARIADB_MIN_PACKET:
-            conn.execute(text(f"SET GLOBAL max_allowed_packet = {MARIADB_MIN_PACKET}"))
-    admin.dispose()
+    ``schema``), dropped after the test. The session raised max_allowed_packet to 128 MB
+    for the run (see pytest_configure) and restores it at the end."""
+    packet = _mariadb_packet()
+    if packet is not None and packet < MARIADB_MIN_PACKET:
+        pytest.fail(
+            f"MariaDB's max_allowed_packet is {packet}; the large-value tests need "
+            f"{MARIADB_MIN_PACKET} (the test session sets it when it starts)"
+        )
     yield MARIADB_ADMIN_URL
 
 
