@@ -235,6 +235,7 @@ def _revision_line(args: argparse.Namespace, current: str | None) -> None:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     if args.sql:
+        resolve(args.url)
         sys.stdout.write(migrate.offline_sql(args.url, "upgrade", args.revision, args.schema))
         return 0
     with schema_connection(args, create=True) as conn:
@@ -246,6 +247,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 def cmd_downgrade(args: argparse.Namespace) -> int:
     if args.sql:
+        resolve(args.url)
         sys.stdout.write(migrate.offline_sql(args.url, "downgrade", args.revision, args.schema))
         return 0
     if args.revision == "base":

@@ -230,11 +230,20 @@ class _Reader:
                 if next(iter(self.saver.list(_thread_config(t), limit=1)), None) is None
             ]
         c = self.tables.checkpoints.c
-        found: set[str] = set()
-        with self.tables.connect() as conn:
+
+        def op(conn: Connection) -> set[str]:
+            found: set[str] = set()
             for batch in _batches(list(dict.fromkeys(thread_ids))):
                 query = select(c.thread_id).where(c.thread_id.in_(batch)).distinct()
                 found.update(str(r[0]) for r in conn.execute(query))
+            return found
+
+        if isinstance(self.saver, SQLAlchemySaver):
+            # through the saver: tables missing or at another revision are its typed error
+            found = self.saver._run(_READ, op)
+        else:
+            with self.tables.connect() as conn:
+                found = op(conn)
         return [t for t in thread_ids if t not in found]
 
     def write_keys(
