@@ -201,15 +201,16 @@ def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:
     if missing:
         names = ", ".join(repr(t) for t in missing)
         raise CommandError(
-            f"no thread {names} in {masked(args_url(saver))}: {what}. List the threads with: "
+            f"no thread {names} in {_saver_url(saver)}: {what}. List the threads with: "
             "langgraph-checkpoint-sqlalchemy threads list",
             1,
         )
 
 
-def args_url(saver: Any) -> Any:
+def _saver_url(saver: Any) -> str:
+    """Where ``saver`` reads, password hidden: our saver's URL, else "the source"."""
     engine = getattr(saver, "engine", None)
-    return engine.url if engine is not None else "the source"
+    return masked(engine.url) if engine is not None else "the source"
 
 
 # -- schema commands -----------------------------------------------------------------------
@@ -396,7 +397,7 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
         e: The exception a command raised.
         url: The database URL the command was using, if known (shown masked).
     """
-    at = f" at {masked(resolve_or_text(url))}" if url else ""
+    at = f" at {masked(_resolve_or_text(url))}" if url else ""
     if isinstance(e, CommandError):
         return str(e), e.code
     if isinstance(e, _NOT_FOUND):
@@ -441,7 +442,8 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
     return None
 
 
-def resolve_or_text(url: str) -> str | URL:
+def _resolve_or_text(url: str) -> str | URL:
+    """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
     try:
         return resolve_urls(url).sync
     except Exception:
@@ -456,7 +458,8 @@ def _one_line(message: str, urls: Sequence[str]) -> str:
         except Exception:
             match = _PASSWORD_IN_URL.search(url)
             password = match.group(0)[len(match.group(1)) : -1] if match else None
-        if password:
+        if password and len(str(password)) >= 4:
+            # (shorter ones are masked where they appear in a URL, by masked() below)
             message = message.replace(str(password), "***")
     return " ".join(masked(message).split())
 
