@@ -435,7 +435,7 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
         known = ", ".join(sorted(migrate.known_revisions()))
         return f"{_end(e)} Known revisions: {known}, head, base", 2
     if _ours(e):
-        return str(e), 2 if isinstance(e, (ValueError, TypeError)) else 1
+        return str(e), 2 if isinstance(e, (ValueError, TypeError, ImportError)) else 1
     if isinstance(e, OSError) and not isinstance(e, ConnectionError):
         name = f"{e.filename}: " if e.filename else ""
         return f"{name}{_end(e.strerror or e)} Check the path and its permissions", 2
