@@ -26,12 +26,13 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints as lgsa_checkpoints
+from langgraph.checkpoint.sqlalchemy.schema import writes as lgsa_writes
 from langgraph.checkpoint.sqlalchemy.transfer import (
     EXPORT_FORMAT,
     ExportFormatError,
@@ -409,14 +410,47 @@ def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
                 assert history(dst, t) == history(original, t)
 
 
-def test_copy_reports_mismatch_when_target_has_more(tmp_path: Path) -> None:
+def test_copy_rerun_after_target_moved_on_verifies(tmp_path: Path) -> None:
+    # Issue 11: the copy is verified by key, not by counting: a target thread that moved
+    # on after the first copy (more checkpoints there than in the source) is fine.
     source = build_source("sqlite", tmp_path, lambda: "")
     target = f"sqlite:///{tmp_path / 'ours.sqlite'}"
+    first = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
+    assert first.returncode == 0, first.stderr
     with our_saver(target) as dst:
-        hitl_graph(dst, Calls()).invoke({"log": ["other history"]}, cfg("hitl"))
-    done = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
-    assert done.returncode == 1
-    assert "MISMATCH thread 'hitl'" in done.stdout
+        before = len(list(dst.list(cfg("hitl"))))
+        hitl_graph(dst, Calls()).invoke(Command(resume="yes"), cfg("hitl"))
+        assert len(list(dst.list(cfg("hitl")))) > before
+    again = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "MISMATCH" not in again.stdout
+    assert "verified: every checkpoint and pending write" in again.stdout
+
+
+def test_copy_reports_checkpoints_and_writes_missing_from_the_target(tmp_path: Path) -> None:
+    source = build_source("sqlite", tmp_path, lambda: "")
+    target = f"sqlite:///{tmp_path / 'ours.sqlite'}"
+    with open_source(source) as src, our_saver(target) as dst:
+        counts = {t: len(list(src.list(cfg(t)))) for t in THREADS}
+        source_writes = sum(len(t.pending_writes or []) for t in src.list(cfg("sub")))
+        assert source_writes > 0
+        total = sum(counts.values())
+
+        def vanish(done: int) -> None:
+            # "sub" is copied last: its rows disappear before it is verified
+            if done == total:
+                with dst.engine.begin() as conn:
+                    conn.execute(delete(lgsa_writes).where(lgsa_writes.c.thread_id == "sub"))
+                    conn.execute(
+                        delete(lgsa_checkpoints).where(lgsa_checkpoints.c.thread_id == "sub")
+                    )
+
+        report = copy_threads(src, dst, progress=vanish)
+    assert [m.thread_id for m in report.mismatches] == ["sub"]
+    (m,) = report.mismatches
+    assert (m.source_count, m.missing_checkpoints) == (counts["sub"], counts["sub"])
+    assert m.missing_writes == source_writes
+    assert m.first_missing
 
 
 def test_unknown_source(tmp_path: Path) -> None:
@@ -428,8 +462,8 @@ def test_unknown_source(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "no checkpoint tables found" in done.stderr
     missing = cli("copy", "--from", str(tmp_path / "nope.sqlite"), "--to", str(empty))
-    assert missing.returncode == 2
-    assert "no such SQLite file" in missing.stderr
+    assert missing.returncode == 1
+    assert "no database at" in missing.stderr
     assert not (tmp_path / "nope.sqlite").exists()
     bad_scheme = cli("copy", "--from", "foo://x", "--to", str(empty))
     assert bad_scheme.returncode == 2

@@ -177,8 +177,9 @@ def _pretty(data: Any) -> str:
 def cmd_threads_delete(args: argparse.Namespace) -> int:
     from . import cli
 
-    cli.confirm(args, f"Delete {len(args.threads)} thread(s) and all their checkpoints?")
     with cli.open_saver(args) as saver:
+        cli.check_threads(saver, args.threads, "nothing was deleted")
+        cli.confirm(args, f"Delete {len(args.threads)} thread(s) and all their checkpoints?")
         for thread_id in args.threads:
             saver.delete_thread(thread_id)
     cli.emit(
@@ -198,6 +199,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if not args.threads and args.idle_for is None:
         raise cli.CommandError("prune needs THREAD ids or --idle-for DURATION (or both)")
     with cli.open_saver(args) as saver:
+        if args.threads:
+            cli.check_threads(saver, args.threads, "nothing was pruned")
         if args.idle_for is not None:
             idle = {t.thread_id: t for t in saver.list_threads(limit=None, idle_for=args.idle_for)}
             targets = [t for t in args.threads if t in idle] if args.threads else list(idle)
@@ -250,6 +253,7 @@ def cmd_copy_thread(args: argparse.Namespace) -> int:
     from .errors import ThreadNotEmptyError
 
     with cli.open_saver(args) as saver:
+        cli.check_threads(saver, [args.source], "nothing was copied")
         try:
             saver.copy_thread(args.source, args.target)
         except ThreadNotEmptyError as e:
@@ -270,6 +274,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from . import cli
 
     with cli.open_saver(args) as saver:
+        if args.thread is not None:
+            cli.check_threads(saver, [args.thread], "no statistics")
         tables = saver.storage_stats(args.thread)
         threads = [] if args.thread else saver.list_threads(limit=args.top)
     data: dict[str, Any] = {"tables": tables}

@@ -15,7 +15,6 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from . import transfer
-from .dialects import UnsupportedDialectError
 from .errors import SchemaOutOfDateError
 
 
@@ -74,22 +73,28 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
 def cmd_copy(args: argparse.Namespace) -> int:
     from . import cli
 
+    # The source is only read: a SQLite path that does not exist is refused, not created.
+    cli.require_database(args.source, "--from")
+    args.url_in_use = args.source
     try:
-        with (
-            transfer.open_source(
-                args.source, kind=args.from_kind, schema=args.from_schema
-            ) as source,
-            cli.open_saver(args, args.target) as target,
-        ):
-            target.setup()
-            show = not (args.no_progress or args.json) and sys.stderr.isatty()
-            total = transfer.count_checkpoints(source, args.threads) if show else 0
-            with _progress_bar(show, total) as progress:
-                report = transfer.copy_threads(source, target, args.threads, progress=progress)
-    except (transfer.UnknownSourceError, UnsupportedDialectError, ImportError) as e:
-        raise cli.CommandError(str(e), 2) from e
+        with transfer.open_source(
+            args.source, kind=args.from_kind, schema=args.from_schema
+        ) as source:
+            if args.threads:
+                cli.check_threads(source, args.threads, "nothing was copied")
+            with cli.open_saver(args, args.target, create=True, option="--to") as target:
+                try:
+                    target.setup()
+                except SchemaOutOfDateError as e:
+                    raise cli.CommandError(f"--to {cli.masked(args.target)}: {e}", 1) from e
+                show = not (args.no_progress or args.json) and sys.stderr.isatty()
+                total = transfer.count_checkpoints(source, args.threads) if show else 0
+                with _progress_bar(show, total) as progress:
+                    report = transfer.copy_threads(source, target, args.threads, progress=progress)
+    except transfer.UnknownSourceError as e:
+        raise cli.CommandError(f"--from {cli.masked(args.source)}: {e}", 2) from e
     except SchemaOutOfDateError as e:
-        raise cli.CommandError(f"--from {args.source}: {e}", 2) from e
+        raise cli.CommandError(f"--from {cli.masked(args.source)}: {e}", 1) from e
 
     def human() -> None:
         print(
@@ -99,11 +104,13 @@ def cmd_copy(args: argparse.Namespace) -> int:
         )
         for m in report.mismatches:
             print(
-                f"MISMATCH thread {m.thread_id!r}: {m.source_count} checkpoints in the "
-                f"source, {m.target_count} in the target"
+                f"MISMATCH thread {m.thread_id!r}: of its {m.source_count} checkpoints in "
+                f"the source, {m.missing_checkpoints} are not in the target and "
+                f"{m.missing_writes} pending writes are missing (first: {m.first_missing}); "
+                "run the copy again"
             )
         if not report.mismatches:
-            print("verified: every thread has as many checkpoints as in the source")
+            print("verified: every checkpoint and pending write of the source is in the target")
 
     cli.emit(args, asdict(report), human)
     return 1 if report.mismatches else 0
@@ -113,6 +120,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from . import cli
 
     with cli.open_saver(args) as saver:
+        cli.check_threads(saver, args.thread_ids, "nothing was exported")
         if args.output == "-":
             report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
             sys.stdout.flush()
@@ -135,7 +143,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from . import cli
 
     try:
-        with _open_input(args.file) as fp, cli.open_saver(args) as saver:
+        with _open_input(args.file) as fp, cli.open_saver(args, create=True) as saver:
             saver.setup()
             report = transfer.import_threads(saver, fp)
     except transfer.ExportFormatError as e:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 
 from sqlalchemy import Connection
 
+from .errors import SchemaOutOfDateError
 from .schema import VERSION_TABLE
 
 __all__ = [
@@ -26,7 +29,9 @@ __all__ = [
     "current_revision",
     "downgrade",
     "head_revision",
+    "is_ahead",
     "known_revisions",
+    "newer_schema_error",
     "offline_sql",
     "stamp",
     "upgrade",
@@ -71,19 +76,64 @@ def upgrade(connection: Connection, revision: str = "head", *, schema: str | Non
     Runs in the connection's transaction, serialised across processes by the dialect's
     migration lock (PostgreSQL advisory lock, MySQL ``GET_LOCK``, SQLite ``BEGIN
     IMMEDIATE``). Idempotent: at ``revision`` already, it does nothing.
+
+    Raises:
+        SchemaOutOfDateError: The database is at a revision this package does not know:
+            a newer version of the package migrated it (upgrade the package).
     """
-    command.upgrade(alembic_config(connection, schema=schema), revision)
+    _alembic(command.upgrade, connection, revision, schema)
 
 
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
-    """Migrate the schema down to ``revision`` (``"base"`` drops every table of ours)."""
-    command.downgrade(alembic_config(connection, schema=schema), revision)
+    """Migrate the schema down to ``revision`` (``"base"`` drops every table of ours).
+
+    Raises:
+        SchemaOutOfDateError: The database was migrated by a newer version of the package.
+    """
+    _alembic(command.downgrade, connection, revision, schema)
 
 
 def stamp(connection: Connection, revision: str, *, schema: str | None = None) -> None:
     """Record ``revision`` as the database's revision without running migrations (for
-    tables created by hand or by ``upgrade --sql`` output that a DBA applied)."""
-    command.stamp(alembic_config(connection, schema=schema), revision)
+    tables created by hand or by ``upgrade --sql`` output that a DBA applied).
+
+    Raises:
+        SchemaOutOfDateError: The database was migrated by a newer version of the package.
+    """
+    _alembic(command.stamp, connection, revision, schema)
+
+
+def _alembic(
+    run: Callable[[Config, str], None], connection: Connection, revision: str, schema: str | None
+) -> None:
+    """Run an Alembic command; Alembic's "Can't locate revision" for a database migrated
+    by a newer package becomes :class:`SchemaOutOfDateError` (no SQL has run then: Alembic
+    fails while planning the path from the database's revision)."""
+    try:
+        run(alembic_config(connection, schema=schema), revision)
+    except CommandError as e:
+        current = current_revision(connection, schema=schema)
+        if is_ahead(current):
+            raise newer_schema_error(connection, current) from e
+        raise
+
+
+def is_ahead(current: str | None) -> bool:
+    """Whether ``current`` (a database's revision) is one this package does not ship:
+    the database was migrated by a newer version of the package."""
+    return current is not None and current not in known_revisions()
+
+
+def newer_schema_error(connection: Connection, current: str | None) -> SchemaOutOfDateError:
+    """The error for a database migrated by a newer version of the package (its revision
+    ``current`` is not among :func:`known_revisions`)."""
+    where = connection.engine.url.render_as_string(hide_password=True)
+    return SchemaOutOfDateError(
+        f"The checkpoint tables at {where} are at revision {current}, unknown to this "
+        "version of langgraph-checkpoint-sqlalchemy (its newest is "
+        f"{head_revision()}): they were migrated by a newer version. Upgrade the package "
+        "(pip install -U langgraph-checkpoint-sqlalchemy)."
+    )
 
 
 def offline_sql(url: str, direction: str, revision: str, schema: str | None = None) -> str:

@@ -362,6 +362,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         Idempotent and safe to run from several processes at once (the migration lock of
         :meth:`.QueryBuilder.migration_lock`).
+
+        Raises:
+            SchemaOutOfDateError: The database was migrated by a newer version of this
+                package (a revision it does not know): upgrade the package.
         """
         with self._write.begin() as conn:
             migrate.upgrade(conn, schema=self.schema)
@@ -506,11 +510,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                     "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
                     "--url URL)."
                 )
-            raise SchemaOutOfDateError(
-                f"The checkpoint tables at {where} are at revision {current}, unknown to this "
-                "version of langgraph-checkpoint-sqlalchemy: they were migrated by a newer "
-                "version. Upgrade the package."
-            )
+            raise migrate.newer_schema_error(conn, current)
         self._schema_checked = True
 
     # -- encoding and decoding (no database) -------------------------------------------

@@ -23,6 +23,7 @@ import binascii
 import json
 import os
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, func, inspect, select
+from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -63,6 +64,7 @@ __all__ = [
     "count_checkpoints",
     "export_threads",
     "import_threads",
+    "missing_threads",
     "open_source",
 ]
 
@@ -92,17 +94,24 @@ class ExportFormatError(ValueError):
 
 @dataclass
 class Mismatch:
-    """A thread whose checkpoint count differs between source and target after a copy.
+    """A thread of which some source checkpoints or pending writes are not in the target
+    after a copy (checked by key; the target may hold more: it may have moved on).
 
     Attributes:
         thread_id: The thread.
         source_count: Checkpoints of the thread in the source.
-        target_count: Checkpoints of the thread in the target, in the namespaces copied.
+        missing_checkpoints: Source checkpoints (by namespace and id) absent from the target.
+        missing_writes: Source pending writes (by checkpoint, task and channel) absent
+            from the target.
+        first_missing: ``"checkpoint_ns/checkpoint_id"`` of the first checkpoint found
+            missing or missing a write.
     """
 
     thread_id: str
     source_count: int
-    target_count: int
+    missing_checkpoints: int
+    missing_writes: int
+    first_missing: str
 
 
 @dataclass
@@ -114,7 +123,8 @@ class CopyReport:
         checkpoints_copied: Checkpoints written to the target.
         checkpoints_skipped: Checkpoints the target already had (a re-run).
         writes_copied: Pending writes stored along with the copied checkpoints.
-        mismatches: Threads whose counts differ after the copy; empty when verified.
+        mismatches: Threads of which a source checkpoint or pending write is not in the
+            target after the copy; empty when verified.
     """
 
     threads: int = 0
@@ -211,6 +221,51 @@ class _Reader:
                 found = [(str(r[0]), str(r[1])) for r in conn.execute(query)]
         return sorted(found, key=lambda k: (k[1], k[0]))
 
+    def missing(self, thread_ids: Sequence[str]) -> list[str]:
+        """The ids of ``thread_ids`` that have no checkpoint here, in their order."""
+        if self.tables is None:
+            return [
+                t
+                for t in thread_ids
+                if next(iter(self.saver.list(_thread_config(t), limit=1)), None) is None
+            ]
+        c = self.tables.checkpoints.c
+
+        def op(conn: Connection) -> set[str]:
+            found: set[str] = set()
+            for batch in _batches(list(dict.fromkeys(thread_ids))):
+                query = select(c.thread_id).where(c.thread_id.in_(batch)).distinct()
+                found.update(str(r[0]) for r in conn.execute(query))
+            return found
+
+        if isinstance(self.saver, SQLAlchemySaver):
+            # through the saver: tables missing or at another revision are its typed error
+            found = self.saver._run(_READ, op)
+        else:
+            with self.tables.connect() as conn:
+                found = op(conn)
+        return [t for t in thread_ids if t not in found]
+
+    def write_keys(
+        self, thread_id: str, keys: Sequence[tuple[str, str]]
+    ) -> Counter[tuple[str, str, str, str]]:
+        """``(checkpoint_ns, checkpoint_id, task_id, channel)`` of the pending writes of
+        the checkpoints ``keys`` of a thread, with their multiplicity."""
+        wanted = set(keys)
+        if self.tables is None:
+            found: Counter[tuple[str, str, str, str]] = Counter()
+            for ns, checkpoint_id in keys:
+                tup = self.saver.get_tuple(_checkpoint_config(thread_id, ns, checkpoint_id))
+                for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
+                    found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
+            return found
+        w = self.tables.writes.c
+        query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
+            w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
+        )
+        with self.tables.connect() as conn:
+            return _counted(conn.execute(query), wanted)
+
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
     ) -> tuple[CheckpointTuple, list[_Write]]:
@@ -256,6 +311,52 @@ class _Reader:
 
 def _thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
+
+
+def _checkpoint_config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+#: Checkpoints (or thread ids) per verification query: bounds memory and the size of
+#: each ``IN`` list.
+_BATCH = 500
+
+
+def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _BATCH):
+        yield items[start : start + _BATCH]
+
+
+def _counted(
+    rows: Iterable[Any], wanted: set[tuple[str, str]]
+) -> Counter[tuple[str, str, str, str]]:
+    found: Counter[tuple[str, str, str, str]] = Counter()
+    for ns, checkpoint_id, task_id, channel in rows:
+        if (str(ns), str(checkpoint_id)) in wanted:
+            found[(str(ns), str(checkpoint_id), str(task_id), str(channel))] += 1
+    return found
+
+
+def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -> list[str]:
+    """The ids among ``thread_ids`` of threads without any checkpoint in ``saver``.
+
+    One query per 500 ids for ours and the official savers opened by :func:`open_source`;
+    one ``list(limit=1)``-like read per id for other savers.
+
+    Args:
+        saver: Ours, or a saver from :func:`open_source`, or any ``BaseCheckpointSaver``.
+        thread_ids: The ids to look up.
+
+    Returns:
+        The unknown ids, in the order given (empty when every thread exists).
+    """
+    return _Reader(saver).missing([str(t) for t in thread_ids])
 
 
 @contextmanager
@@ -409,16 +510,50 @@ def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
     return target._run(_READ, op)
 
 
-def _count(target: SQLAlchemySaver, thread_id: str, namespaces: set[str]) -> int:
+def _target_keys(
+    target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
+    """Which of the checkpoints ``keys`` of a thread the target holds, and the keys of
+    their pending writes (as :meth:`_Reader.write_keys`): two queries."""
+    wanted = set(keys)
+    ids = sorted({k[1] for k in keys})
     c = our_checkpoints.c
-    query = select(func.count()).where(
-        c.thread_id == thread_id, c.checkpoint_ns.in_(sorted(namespaces))
+    w = our_writes.c
+    checkpoints = select(c.checkpoint_ns, c.checkpoint_id).where(
+        c.thread_id == thread_id, c.checkpoint_id.in_(ids)
+    )
+    writes = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
+        w.thread_id == thread_id, w.checkpoint_id.in_(ids)
     )
 
-    def op(conn: Connection) -> int:
-        return int(conn.execute(query).scalar_one())
+    def op(conn: Connection) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
+        present = {(str(r[0]), str(r[1])) for r in conn.execute(checkpoints)} & wanted
+        return present, _counted(conn.execute(writes), wanted)
 
     return target._run(_READ, op)
+
+
+def _verify(
+    reader: _Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
+) -> Mismatch | None:
+    """Check that every checkpoint of ``keys`` and each of its pending writes is in the
+    target, by key, 500 checkpoints at a time. Extra checkpoints or writes in the target
+    (a thread that moved on after an earlier copy) are fine."""
+    missing_checkpoints = missing_writes = 0
+    first = ""
+    for batch in _batches(keys):
+        present, target_writes = _target_keys(target, thread_id, batch)
+        source_writes = reader.write_keys(thread_id, batch)
+        lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
+        for key in batch:
+            absent = key not in present
+            missing_checkpoints += absent
+            if (absent or key in lacking) and not first:
+                first = f"{key[0]}/{key[1]}"
+        missing_writes += sum(max(0, n - target_writes[k]) for k, n in source_writes.items())
+    if missing_checkpoints or missing_writes:
+        return Mismatch(thread_id, len(keys), missing_checkpoints, missing_writes, first)
+    return None
 
 
 def _store(
@@ -502,8 +637,10 @@ def copy_threads(
     checkpoints go oldest first. Each checkpoint and its writes are one transaction in
     the target. Checkpoints the target already has (same thread_id, checkpoint_ns,
     checkpoint_id) are skipped, so running the copy again after an interruption finishes
-    it without duplicates. At the end each thread is verified: the target must hold as
-    many checkpoints in the copied namespaces as the source.
+    it without duplicates. At the end each thread is verified by key, 500 checkpoints a
+    query: every checkpoint of the source and each of its pending writes (by task and
+    channel) must be in the target; more in the target (a thread that moved on since an
+    earlier copy) is fine.
 
     Args:
         source: The saver to read (see :func:`open_source`); any ``BaseCheckpointSaver``
@@ -541,9 +678,9 @@ def copy_threads(
             handled += 1
             if progress is not None:
                 progress(handled)
-        count = _count(target, thread_id, {ns for ns, _ in keys})
-        if count != len(keys):
-            report.mismatches.append(Mismatch(thread_id, len(keys), count))
+        mismatch = _verify(reader, target, thread_id, keys)
+        if mismatch is not None:
+            report.mismatches.append(mismatch)
     return report
 
 
