@@ -55,6 +55,7 @@ from .errors import (
     SchemaOutOfDateError,
     ThreadLockTimeout,
     ThreadNotEmptyError,
+    UnsupportedDriverError,
 )
 from .schema import (
     CHANNEL_MAX_LENGTH,
@@ -237,6 +238,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         ValueError: Neither engine was given, or ``inline_limit`` is out of range.
         UnsupportedDialectError: The engine's dialect is not supported.
+        UnsupportedDriverError: ``engine`` is an async driver's engine.
+        DriverNotInstalledError: The missing engine needs a driver of the other side
+            (sync or async) and none of its dialect is installed; the message names the
+            extra to install.
 
     Example:
         ```python
@@ -264,6 +269,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
         self._owned: list[Engine | AsyncEngine] = []
         self._keeper: sqlite3.Connection | None = None
+        if engine is not None and engine.dialect.is_async:
+            raise UnsupportedDriverError(
+                f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
+                "pass create_async_engine(url) as async_engine= instead."
+            )
         if engine is None:
             assert async_engine is not None
             engine = create_engine(resolve_urls(async_engine.url).sync)
@@ -326,11 +336,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             The saver. Run :meth:`setup` once to create the tables.
 
         Raises:
+            DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise (e.g.
+                ``sqlite://relative.db``); the message lists the valid forms.
             UnsupportedDialectError: The URL's dialect is not supported.
+            UnsupportedDriverError: The URL names a driver the saver cannot use.
+            DriverNotInstalledError: A driver it needs is not installed; the message
+                names the extra to install.
         """
         _check_inline_limit(inline_limit)
         urls = resolve_urls(conn_string)
-        keeper = sqlite3.connect(urls.memory, uri=True) if urls.memory else None
+        # check_same_thread=False: construction, use and close() may be on any threads.
+        keeper = (
+            sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
+        )
         engine = create_engine(urls.sync, **engine_kwargs)
         async_engine = create_async_engine(urls.async_, **engine_kwargs)
         saver = cls(
