@@ -10,21 +10,16 @@ Callers get a :class:`QueryBuilder` and never branch on the dialect themselves.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import hashlib
 import importlib
-import inspect
 import json
 import os
 import re
 import sqlite3
 import threading
 import uuid
-import weakref
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Dialect, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
@@ -382,103 +377,6 @@ def _mysql_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
-# -- event loops: an async connection is used only on the loop that opened it ------------
-
-#: Event loop of each live async connection of a guarded engine, by ``id`` of the
-#: connection (SQLAlchemy's adapted connections take no attributes and no weak
-#: references); an entry leaves when the pool closes its connection.
-_CONNECTION_LOOPS: dict[int, weakref.ref[asyncio.AbstractEventLoop]] = {}
-
-
-def _loop_on_connect(dbapi_connection: Any, _record: Any) -> None:
-    _CONNECTION_LOOPS[id(dbapi_connection)] = weakref.ref(asyncio.get_running_loop())
-
-
-def _loop_on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    ref = _CONNECTION_LOOPS.get(id(dbapi_connection))
-    if ref is not None and ref() is not _running_loop():
-        # The pool then closes it (through _closer below, which leaves it to its own
-        # loop) and opens a new connection on this loop.
-        raise DisconnectionError("pooled connection belongs to another event loop")
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _closer(close: Callable[[Any], None]) -> Callable[[Any], None]:
-    """Wrap a dialect's ``do_close``/``do_terminate``: a connection of another event loop
-    is closed on its own loop if that loop is still open (``call_soon_threadsafe``, the
-    driver's non-awaiting terminate), or else dropped: its loop is closed, so nothing
-    can be awaited on it, and its socket closes when the connection is collected."""
-
-    @functools.wraps(close)
-    def do_close(dbapi_connection: Any) -> None:
-        ref = _CONNECTION_LOOPS.pop(id(dbapi_connection), None)
-        loop = ref() if ref is not None else None
-        if ref is None or loop is _running_loop():
-            close(dbapi_connection)
-        elif loop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # RuntimeError: closed meanwhile
-                loop.call_soon_threadsafe(_close_on_own_loop, dbapi_connection)
-        else:
-            _drop_orphan(dbapi_connection)
-
-    return do_close
-
-
-def _close_on_own_loop(dbapi_connection: Any) -> None:
-    """Close an async connection from a callback of its own loop (no greenlet there):
-    the adapter's ``terminate`` (asyncmy, asyncpg) closes without awaiting; psycopg's
-    ``close()`` coroutine runs as a task of the loop."""
-    with contextlib.suppress(Exception):
-        terminate = getattr(dbapi_connection, "terminate", None)
-        if terminate is not None:
-            terminate()
-            return
-        closing = dbapi_connection.driver_connection.close()
-        if inspect.isawaitable(closing):
-            _CLOSING.add(task := asyncio.ensure_future(closing))
-            task.add_done_callback(_CLOSING.discard)
-
-
-def _drop_orphan(dbapi_connection: Any) -> None:
-    """A connection whose loop is closed: nothing can run on that loop any more. psycopg's
-    libpq connection closes without a loop (``pgconn.finish()``); the others' sockets
-    close when the connection is collected."""
-    pgconn = getattr(dbapi_connection.driver_connection, "pgconn", None)
-    if pgconn is not None:
-        with contextlib.suppress(Exception):
-            pgconn.finish()
-
-
-#: Close tasks under way (the loop keeps only weak references to its tasks).
-_CLOSING: set[asyncio.Future[Any]] = set()
-
-
-def _guard_event_loops(engine: Engine) -> None:
-    """Never use an async connection on an event loop other than the one that opened it.
-
-    Drivers such as asyncmy and asyncpg bind a connection to its event loop; a pool shared
-    by several ``asyncio.run()`` calls, or by threads each running a loop, would otherwise
-    hand a connection of one loop to another (``RuntimeError: ... attached to a different
-    loop``, or a hang). A ``connect`` listener notes each connection's loop; a ``checkout``
-    listener refuses a connection of another loop (``DisconnectionError``: the pool then
-    discards it and connects anew); the dialect's close and terminate leave a connection
-    of another loop to that loop, awaiting nothing on the wrong one. Idempotent.
-    """
-    if event.contains(engine, "checkout", _loop_on_checkout):
-        return
-    event.listen(engine, "connect", _loop_on_connect)
-    event.listen(engine, "checkout", _loop_on_checkout)
-    dialect: Any = engine.dialect
-    dialect.do_close = _closer(dialect.do_close)
-    dialect.do_terminate = _closer(dialect.do_terminate)
-
-
 def configure_engine(engine: Engine) -> None:
     """Install the per-dialect connection set-up on a sync engine (idempotent).
 
@@ -486,14 +384,11 @@ def configure_engine(engine: Engine) -> None:
     NORMAL``, and explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes) so that every
     transaction, DDL included, is a real SQLite transaction. On MySQL/MariaDB: a
     recursive-CTE limit (:data:`MYSQL_RECURSION_LIMIT`) that lets long parent chains be
-    walked. On an async engine of PostgreSQL or MySQL/MariaDB: the event-loop guard
-    (:func:`_guard_event_loops`). For an ``AsyncEngine`` pass its ``sync_engine``.
+    walked. PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
 
     Args:
         engine: The engine to configure.
     """
-    if engine.dialect.is_async and engine.dialect.name != "sqlite":
-        _guard_event_loops(engine)
     if engine.dialect.name in ("mysql", "mariadb"):
         if not event.contains(engine, "connect", _mysql_on_connect):
             event.listen(engine, "connect", _mysql_on_connect)

@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, migrate
+from ._loops import PerLoopEngines
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
@@ -294,11 +295,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._read_one = engine.execution_options(**options, **qb.one_statement_read_options)
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
         self._write_one = engine.execution_options(**options, **qb.one_statement_write_options)
-        self._aread = async_engine.execution_options(**options)
-        self._aread_one = async_engine.execution_options(**options, **qb.one_statement_read_options)
-        self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
-        self._awrite_one = async_engine.execution_options(
-            **options, **qb.one_statement_write_options
+        # One async engine per event loop (see _loops): any loop, any thread.
+        self._aengines = PerLoopEngines(
+            async_engine,
+            options,
+            qb.one_statement_read_options,
+            qb.one_statement_write_options,
+            {WRITE_OPTION: True},
         )
         self._st = _ops.Statements(self._qb)
         self._schema_checked = False
@@ -377,29 +380,35 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def asetup(self) -> None:
         """Async :meth:`setup`, on the async engine."""
-        async with self._awrite.begin() as conn:
+        async with self._aengines.current().write.begin() as conn:
             await conn.run_sync(migrate.upgrade, schema=self.schema)
         self._schema_checked = True
 
     def close(self) -> None:
-        """Dispose the engines this saver created (not the ones it was given)."""
+        """Dispose the engines this saver created (not the ones it was given), and the
+        async engines it made for other event loops. Any thread may call it.
+
+        Connections of an async pool belong to an event loop: they are dropped without
+        awaiting their close (call :meth:`aclose` to close them properly).
+        """
         for engine in self._owned:
-            if isinstance(engine, AsyncEngine):
-                # Connections of an async pool belong to an event loop; drop them without
-                # awaiting their close (call :meth:`aclose` to close them properly).
-                engine.sync_engine.dispose(close=False)
-            else:
+            if not isinstance(engine, AsyncEngine):
                 engine.dispose()
+        self._aengines.close(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
 
     async def aclose(self) -> None:
-        """Dispose the engines this saver created, closing async connections properly."""
+        """Dispose the engines this saver created, closing the async connections of the
+        running event loop properly (those of another loop on that loop if it still
+        runs). Any thread and loop may call it."""
         for engine in self._owned:
-            if isinstance(engine, AsyncEngine):
-                await engine.dispose()
-            else:
+            if not isinstance(engine, AsyncEngine):
                 engine.dispose()
+        await self._aengines.aclose(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
+
+    def _owns(self, engine: Engine | AsyncEngine) -> bool:
+        return any(e is engine for e in self._owned)
 
     def _release_keeper(self) -> None:
         if self._keeper is not None:
@@ -439,11 +448,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return (self._read_one if access == _READ_ONE else self._read).connect()
 
     def _aconnect(self, access: str) -> Any:
+        engines = self._aengines.current()
         if access == _WRITE:
-            return self._awrite.begin()
+            return engines.write.begin()
         if access == _WRITE_ONE:
-            return self._awrite_one.begin()
-        return (self._aread_one if access == _READ_ONE else self._aread).connect()
+            return engines.write_one.begin()
+        return (engines.read_one if access == _READ_ONE else engines.read).connect()
 
     def _run(
         self,
@@ -992,7 +1002,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         deadline = time.monotonic() + timeout
         while True:
             if qb.thread_lock_uses_connection:
-                aconn = await self.async_engine.connect()
+                aconn = await self._aengines.current().engine.connect()
                 try:
                     handle = await aconn.run_sync(qb.try_thread_lock, url, key)
                 except BaseException:
