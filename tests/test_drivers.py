@@ -243,3 +243,15 @@ def test_psycopg_async_url_gets_a_sync_psycopg_engine() -> None:
         "postgresql+psycopg",
         "postgresql+psycopg_async",
     )
+
+
+def test_sync_only_users_need_no_async_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line and Alembic use the sync URL only: a missing async driver does
+    not stop them; the saver refuses it (test above)."""
+    pytest.importorskip("psycopg2")
+    _hide(monkeypatch, "psycopg", "asyncpg")
+    urls = resolve_urls("postgresql+psycopg2://u@h/db")
+    assert urls.sync.drivername == "postgresql+psycopg2"
+    assert urls.async_missing is not None and "[postgres]" in urls.async_missing
+    with pytest.raises(DriverNotInstalledError, match=r"\[postgres\]"):
+        urls.require_async()

@@ -169,11 +169,20 @@ class EngineURLs:
         memory: For SQLite ``:memory:``, the URI of the shared in-memory database that both
             engines open (SQLite's ``memdb`` VFS); the saver keeps one connection to it open
             so that the database lives as long as the saver. ``None`` otherwise.
+        async_missing: Why no async driver is installed for the URL, or None. Sync-only
+            users (the command line, Alembic) go on; the saver raises it
+            (:meth:`require_async`).
     """
 
     sync: URL
     async_: URL
     memory: str | None = None
+    async_missing: str | None = None
+
+    def require_async(self) -> None:
+        """Raise :class:`DriverNotInstalledError` if no async driver is installed."""
+        if self.async_missing is not None:
+            raise DriverNotInstalledError(self.async_missing)
 
 
 #: Start of the names of the saver's shared in-memory databases (see _memory_urls).
@@ -215,8 +224,9 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
             mariadb.
         UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).
-        DriverNotInstalledError: The driver named, or any driver for the other side, is
-            not installed; the message names the extra to install.
+        DriverNotInstalledError: The driver named, or any sync driver, is not installed;
+            the message names the extra to install. A missing async driver is reported in
+            :attr:`EngineURLs.async_missing` instead (the command line needs none).
     """
     if isinstance(url_or_path, str):
         text = url_or_path.strip()
@@ -265,13 +275,14 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         if url.database in (None, ":memory:"):
             return _memory_urls()
     family = "mysql" if backend == "mariadb" else backend
-    sync_driver, async_driver = _pick_drivers(family, driver, url.drivername)
+    sync_driver, async_driver, async_missing = _pick_drivers(family, driver, url.drivername)
     if family == "mysql" and "charset" not in url.query:
         # 4-byte UTF-8 (emoji) in ids and metadata; the tables are utf8mb4 too.
         url = url.update_query_dict({"charset": "utf8mb4"})
     return EngineURLs(
         url.set(drivername=f"{backend}+{sync_driver}"),
         url.set(drivername=f"{backend}+{async_driver}"),
+        async_missing=async_missing,
     )
 
 
@@ -280,10 +291,10 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
 _SCHEME_WITHOUT_SLASHES = re.compile(r"^(sqlite|postgres|postgresql|mysql|mariadb)(\+\w+)?:")
 
 
-def _pick_drivers(family: str, driver: str, drivername: str) -> tuple[str, str]:
-    """``(sync driver, async driver)`` for a URL of ``family`` naming ``driver`` (or
-    none): the named driver serves the side(s) it can, the first installed candidate
-    the other side."""
+def _pick_drivers(family: str, driver: str, drivername: str) -> tuple[str, str, str | None]:
+    """``(sync driver, async driver, why the async one is missing or None)`` for a URL of
+    ``family`` naming ``driver`` (or none): the named driver serves the side(s) it can,
+    the first installed candidate the other side."""
     if driver in _REFUSED_DRIVERS:
         raise UnsupportedDriverError(
             f"{drivername}:// is not supported: {_REFUSED_DRIVERS[driver]}"
@@ -302,19 +313,23 @@ def _pick_drivers(family: str, driver: str, drivername: str) -> tuple[str, str]:
             )
     sync_driver = driver if driver in sync_ok else _first_installed(sync_ok)
     async_driver = driver if driver in async_ok else _first_installed(async_ok)
-    for side, chosen, names in (("sync", sync_driver, sync_ok), ("async", async_driver, async_ok)):
-        if chosen is None:
-            named = (
-                f"{drivername}:// serves only one side; the {side} methods"
-                if driver
-                else f"{drivername}://"
-            )
-            raise DriverNotInstalledError(
-                f"{named} need a {side} {family} driver ({', '.join(names)}) and none is "
-                f"installed: {_EXTRAS[family]}"
-            )
-    assert sync_driver is not None and async_driver is not None
-    return sync_driver, async_driver
+
+    def missing(side: str, names: Sequence[str]) -> str:
+        named = (
+            f"{drivername}:// serves only one side; the {side} methods"
+            if driver
+            else f"{drivername}://"
+        )
+        return (
+            f"{named} need a {side} {family} driver ({', '.join(names)}) and none is "
+            f"installed: {_EXTRAS[family]}"
+        )
+
+    if sync_driver is None:
+        raise DriverNotInstalledError(missing("sync", sync_ok))
+    if async_driver is None:
+        return sync_driver, async_ok[0], missing("async", async_ok)
+    return sync_driver, async_driver, None
 
 
 def _first_installed(drivers: Sequence[str]) -> str | None:

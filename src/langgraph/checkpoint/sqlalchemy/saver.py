@@ -280,7 +280,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             engine = create_engine(resolve_urls(async_engine.url).sync)
             self._owned.append(engine)
         if async_engine is None:
-            async_engine = create_async_engine(resolve_urls(engine.url).async_)
+            twin = resolve_urls(engine.url)
+            twin.require_async()
+            async_engine = create_async_engine(twin.async_)
             self._owned.append(async_engine)
         configure_engine(engine)
         configure_engine(async_engine.sync_engine)
@@ -348,6 +350,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         _check_inline_limit(inline_limit)
         urls = resolve_urls(conn_string)
+        urls.require_async()
         # check_same_thread=False: construction, use and close() may be on any threads.
         keeper = (
             sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
