@@ -97,3 +97,6 @@ def test_command_line_refuses_two_slash_sqlite(command: list[str], tmp_path: Pat
     assert done.returncode != 0
     assert "sqlite:///relative.db" in done.stdout + done.stderr
     assert list(tmp_path.iterdir()) == []
+    if command[-1] == "--url":  # the command line: one line, exit 2 (a bad URL)
+        assert done.returncode == 2
+        assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr

@@ -26,6 +26,7 @@ from sqlalchemy.pool import NullPool
 
 from . import migrate
 from .dialects import WRITE_OPTION, configure_engine, resolve_urls
+from .errors import DatabaseURLError
 
 __all__ = ["main"]
 
@@ -244,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.code
+    except DatabaseURLError as e:  # a bad URL or a missing driver: usage, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
