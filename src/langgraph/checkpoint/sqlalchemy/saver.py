@@ -219,6 +219,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     No lock is held by the saver itself: concurrent calls use the engines' connection
     pools, and ``list()`` releases its connection before it yields each page.
 
+    Any event loop, any thread: the async methods work from successive ``asyncio.run()``
+    calls and from threads each running a loop; each loop uses an async engine of its own
+    (the first one ``async_engine``, others a copy of it with its own pool), so a
+    connection is never used on a loop other than its own. Construction, every method,
+    :meth:`close` and :meth:`aclose` may run on any thread.
+
     Args:
         engine: Sync engine. Made from ``async_engine``'s URL when omitted.
         async_engine: Async engine. Made from ``engine``'s URL when omitted.
