@@ -23,6 +23,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._loops import _copy_engine
 from langgraph.checkpoint.sqlalchemy.dialects import resolve_urls
 
 from .conftest import new_saver_args
@@ -157,3 +158,16 @@ def test_graph_ainvoke_from_two_event_loops(make_saver: Any) -> None:
         assert len(asyncio.run(history())) == 6
     finally:
         saver.close()
+
+
+def test_copy_for_another_loop_never_replaces_the_given_engines_pool() -> None:
+    """An engine made by ``.execution_options()`` proxies its parent's pool: the copy for
+    another loop gets a pool of its own and the same options, and the user's engine keeps
+    its pool."""
+    parent = create_async_engine("sqlite+aiosqlite:///unused.db")
+    given = parent.execution_options(isolation_level="SERIALIZABLE")
+    pool = given.sync_engine.pool
+    copied = _copy_engine(given)
+    assert given.sync_engine.pool is pool and parent.sync_engine.pool is pool
+    assert copied.sync_engine.pool is not pool
+    assert copied.sync_engine.get_execution_options()["isolation_level"] == "SERIALIZABLE"

@@ -48,8 +48,14 @@ class LoopEngines:
 
 
 def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
-    sync = copy.copy(engine.sync_engine)
-    sync.pool = engine.sync_engine.pool.recreate()
+    given: Any = engine.sync_engine
+    # An engine made by .execution_options() proxies its parent's pool: copy the parent,
+    # then apply the same options to the copy.
+    base = getattr(given, "_proxied", given)
+    sync = copy.copy(base)
+    sync.pool = base.pool.recreate()
+    if base is not given:
+        sync = sync.execution_options(**given.get_execution_options())
     return AsyncEngine(sync)
 
 
