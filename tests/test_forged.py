@@ -247,7 +247,7 @@ async def test_forged_callable_is_not_run_by_a_strict_serializer(
     target = tmp_path / f"pwned-{strict}-{where}"
     config = await forge(door, where, target)
     if strict == "env":
-        with pytest.raises(CheckpointDecodeError, match="os.mkdir was not rebuilt"):
+        with pytest.raises(CheckpointDecodeError, match=r"os\.mkdir was not rebuilt"):
             await read_forged(door, where, config)
     else:
         value = await read_forged(door, where, config)

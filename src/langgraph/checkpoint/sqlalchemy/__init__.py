@@ -20,9 +20,12 @@ from .errors import (
     CheckpointDecodeError,
     CheckpointHistoryError,
     CheckpointMetadataError,
+    DatabaseURLError,
+    DriverNotInstalledError,
     SchemaOutOfDateError,
     ThreadLockTimeout,
     ThreadNotEmptyError,
+    UnsupportedDriverError,
 )
 from .saver import SQLAlchemySaver
 
@@ -33,11 +36,14 @@ __all__ = [
     "CheckpointDecodeError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
+    "DatabaseURLError",
+    "DriverNotInstalledError",
     "SQLAlchemySaver",
     "SchemaOutOfDateError",
     "ThreadInfo",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
+    "UnsupportedDriverError",
     "ValueTooLargeError",
 ]

@@ -11,8 +11,10 @@ Callers get a :class:`QueryBuilder` and never branch on the dialect themselves.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import uuid
@@ -47,12 +49,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Dialect, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from .errors import ThreadLockTimeout
+from .errors import (
+    DatabaseURLError,
+    DriverNotInstalledError,
+    ThreadLockTimeout,
+    UnsupportedDriverError,
+)
 
 __all__ = [
     "EngineURLs",
@@ -76,9 +83,71 @@ _SYNC_DRIVERS = {
     "mysql": ("pymysql", "asyncmy"),
     "mariadb": ("pymysql", "asyncmy"),
 }
-_ASYNC_ONLY = {"aiosqlite", "asyncpg", "aiomysql", "asyncmy"}
-_SYNC_ONLY = {"pysqlite", "psycopg2", "pg8000", "pymysql", "mysqldb", "mysqlconnector"}
-_ASYNC_FOR_SYNC = {"psycopg": "psycopg"}
+
+#: Drivers of each dialect that serve the sync methods, in order of preference: the first
+#: installed one is the twin of an async-only URL (and serves a URL naming no driver).
+_SYNC_CANDIDATES = {
+    "sqlite": ("pysqlite",),
+    "postgresql": ("psycopg", "psycopg2", "pg8000"),
+    "mysql": ("pymysql", "mysqldb", "mariadbconnector", "mysqlconnector"),
+}
+#: Drivers that serve the async methods, likewise (``psycopg`` serves both sides).
+_ASYNC_CANDIDATES = {
+    "sqlite": ("aiosqlite",),
+    "postgresql": ("psycopg", "asyncpg", "psycopg_async"),
+    "mysql": ("asyncmy",),
+}
+#: The module each driver imports, and what to install when it is missing.
+_DRIVER_MODULES = {
+    "pysqlite": ("sqlite3", "a Python built with sqlite3"),
+    "aiosqlite": ("aiosqlite", 'pip install "langgraph-checkpoint-sqlalchemy"'),
+    "psycopg": ("psycopg", 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"'),
+    "psycopg_async": ("psycopg", 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"'),
+    "asyncpg": ("asyncpg", 'pip install "langgraph-checkpoint-sqlalchemy[asyncpg]"'),
+    "psycopg2": ("psycopg2", 'pip install "langgraph-checkpoint-sqlalchemy[psycopg2]"'),
+    "pg8000": ("pg8000", 'pip install "langgraph-checkpoint-sqlalchemy[pg8000]"'),
+    "pymysql": ("pymysql", 'pip install "langgraph-checkpoint-sqlalchemy[mysql]"'),
+    "asyncmy": ("asyncmy", 'pip install "langgraph-checkpoint-sqlalchemy[mysql]"'),
+    "mysqldb": (
+        "MySQLdb",
+        "pip install mysqlclient (it builds against the MySQL/MariaDB client library), "
+        'or use mysql+pymysql:// (pip install "langgraph-checkpoint-sqlalchemy[mysql]")',
+    ),
+    "mariadbconnector": (
+        "mariadb",
+        "pip install mariadb (it needs MariaDB Connector/C), or use mysql+pymysql:// "
+        '(pip install "langgraph-checkpoint-sqlalchemy[mysql]")',
+    ),
+    "mysqlconnector": ("mysql.connector", "pip install mysql-connector-python"),
+}
+#: Drivers SQLAlchemy documents that the saver refuses, and why.
+_REFUSED_DRIVERS = {
+    "aiomysql": (
+        "aiomysql fails on every binary parameter with PyMySQL >= 1.2 (TypeError: 'str' "
+        "object is not callable), and the saver stores every value as bytes; use "
+        'mysql+asyncmy:// (pip install "langgraph-checkpoint-sqlalchemy[mysql]")'
+    ),
+}
+_EXTRAS = {
+    "sqlite": 'pip install "langgraph-checkpoint-sqlalchemy"',
+    "postgresql": 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"',
+    "mysql": 'pip install "langgraph-checkpoint-sqlalchemy[mysql]"',
+}
+
+#: The URL forms of a SQLite database, quoted by every refusal of one.
+SQLITE_URL_FORMS = (
+    "valid forms: sqlite:///relative.db (three slashes: a path relative to the working "
+    "directory), sqlite:////abs/path.db (four: an absolute path), a bare file path, or "
+    ":memory: (also sqlite:// and sqlite:///:memory:) for an in-memory database"
+)
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except (ImportError, OSError):
+        return False
+    return True
 
 
 class ValueTooLargeError(ValueError):
@@ -87,7 +156,7 @@ class ValueTooLargeError(ValueError):
     server setting to raise."""
 
 
-class UnsupportedDialectError(ValueError):
+class UnsupportedDialectError(DatabaseURLError):
     """Raised for a database URL whose dialect the query builder does not know.
 
     Supported: ``sqlite``, ``postgresql`` (``postgres``) and ``mysql``/``mariadb``.
@@ -104,11 +173,20 @@ class EngineURLs:
         memory: For SQLite ``:memory:``, the URI of the shared in-memory database that both
             engines open (SQLite's ``memdb`` VFS); the saver keeps one connection to it open
             so that the database lives as long as the saver. ``None`` otherwise.
+        async_missing: Why no async driver is installed for the URL, or None. Sync-only
+            users (the command line, Alembic) go on; the saver raises it
+            (:meth:`require_async`).
     """
 
     sync: URL
     async_: URL
     memory: str | None = None
+    async_missing: str | None = None
+
+    def require_async(self) -> None:
+        """Raise :class:`DriverNotInstalledError` if no async driver is installed."""
+        if self.async_missing is not None:
+            raise DriverNotInstalledError(self.async_missing)
 
 
 #: Start of the names of the saver's shared in-memory databases (see _memory_urls).
@@ -127,11 +205,14 @@ def _memory_urls() -> EngineURLs:
 def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     """Map a database URL or a SQLite file path to a sync and an async engine URL.
 
-    ``sqlite:///file`` and a bare path give ``sqlite+pysqlite`` and ``sqlite+aiosqlite``;
-    ``:memory:``, ``""`` and ``sqlite://`` give one shared in-memory database;
-    ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://`` give psycopg 3 for
-    both; ``mysql://``, ``mariadb://`` give pymysql and asyncmy. A URL naming a sync-only
-    or async-only driver keeps it for that side and takes the default for the other.
+    SQLite: ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` and a bare path give
+    ``sqlite+pysqlite`` and ``sqlite+aiosqlite`` on that file; ``:memory:``, ``sqlite://``
+    and ``sqlite:///:memory:`` (SQLAlchemy's own spellings of an in-memory database) give
+    one in-memory database shared by both engines. PostgreSQL: ``postgresql://`` and
+    ``postgres://`` give psycopg 3 for both sides; MySQL/MariaDB: ``mysql://`` and
+    ``mariadb://`` give PyMySQL and asyncmy. A URL naming a driver keeps it for the side(s)
+    it serves; the other side takes the first installed driver of the dialect
+    (:data:`_SYNC_CANDIDATES`, :data:`_ASYNC_CANDIDATES`).
 
     Args:
         url_or_path: A SQLAlchemy URL (string or ``URL``) or a SQLite file path.
@@ -140,20 +221,40 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         The URLs of both engines.
 
     Raises:
+        DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise than it looks:
+            ``sqlite://relative.db`` (a host on SQLite), ``sqlite:///`` or ``""`` (no
+            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL. The message lists
+            the valid forms.
         UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
             mariadb.
+        UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).
+        DriverNotInstalledError: The driver named, or any sync driver, is not installed;
+            the message names the extra to install. A missing async driver is reported in
+            :attr:`EngineURLs.async_missing` instead (the command line needs none).
     """
     if isinstance(url_or_path, str):
         text = url_or_path.strip()
-        if text in ("", ":memory:"):
+        if text == ":memory:":
             return _memory_urls()
+        if not text:
+            raise DatabaseURLError(f"empty database URL; {SQLITE_URL_FORMS}")
         if "://" not in text:
+            if _SCHEME_WITHOUT_SLASHES.match(text):
+                raise DatabaseURLError(
+                    f"{text!r} looks like a URL without '//' after its scheme; "
+                    f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
+                )
             path = os.path.abspath(os.path.expanduser(text))
             url = URL.create("sqlite+pysqlite", database=path)
             return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
         if text.startswith("postgres://"):
             text = "postgresql://" + text[len("postgres://") :]
-        url = make_url(text)
+        try:
+            url = make_url(text)
+        except ArgumentError as e:
+            raise DatabaseURLError(
+                f"cannot parse the database URL: {e}; {SQLITE_URL_FORMS}"
+            ) from None
     else:
         url = url_or_path
     backend, _, driver = url.drivername.partition("+")
@@ -162,24 +263,81 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             f"Unsupported database URL scheme {url.drivername!r}: use sqlite://, "
             "postgresql:// or mysql:// (mariadb://)."
         )
-    if backend == "sqlite" and url.database in (None, "", ":memory:"):
-        return _memory_urls()
-    default_sync, default_async = _SYNC_DRIVERS[backend]
-    if not driver:
-        sync_driver, async_driver = default_sync, default_async
-    elif driver in _ASYNC_ONLY:
-        sync_driver, async_driver = default_sync, driver
-    elif driver in _SYNC_ONLY:
-        sync_driver, async_driver = driver, default_async
-    else:
-        sync_driver, async_driver = driver, _ASYNC_FOR_SYNC.get(driver, default_async)
-    if backend in ("mysql", "mariadb") and "charset" not in url.query:
+    if backend == "sqlite":
+        if url.host or url.port or url.username or url.password:
+            # SQLAlchemy's pysqlite refuses these at connect; the part after '//' is a host
+            where = url.render_as_string(hide_password=True)
+            raise DatabaseURLError(
+                f"{where!r} is not a SQLite URL: the text after 'sqlite://' is read as a "
+                f"host, not a file (SQLAlchemy refuses it); {SQLITE_URL_FORMS}"
+            )
+        if url.database == "":
+            raise DatabaseURLError(
+                f"'sqlite:///' names no file (SQLAlchemy would open an in-memory database "
+                f"and lose it at exit); {SQLITE_URL_FORMS}"
+            )
+        if url.database in (None, ":memory:"):
+            return _memory_urls()
+    family = "mysql" if backend == "mariadb" else backend
+    sync_driver, async_driver, async_missing = _pick_drivers(family, driver, url.drivername)
+    if family == "mysql" and "charset" not in url.query:
         # 4-byte UTF-8 (emoji) in ids and metadata; the tables are utf8mb4 too.
         url = url.update_query_dict({"charset": "utf8mb4"})
     return EngineURLs(
         url.set(drivername=f"{backend}+{sync_driver}"),
         url.set(drivername=f"{backend}+{async_driver}"),
+        async_missing=async_missing,
     )
+
+
+#: ``scheme:rest`` with no ``//``: a mistyped URL, not a file name (a Windows drive
+#: letter has a one-letter scheme).
+_SCHEME_WITHOUT_SLASHES = re.compile(r"^(sqlite|postgres|postgresql|mysql|mariadb)(\+\w+)?:")
+
+
+def _pick_drivers(family: str, driver: str, drivername: str) -> tuple[str, str, str | None]:
+    """``(sync driver, async driver, why the async one is missing or None)`` for a URL of
+    ``family`` naming ``driver`` (or none): the named driver serves the side(s) it can,
+    the first installed candidate the other side."""
+    if driver in _REFUSED_DRIVERS:
+        raise UnsupportedDriverError(
+            f"{drivername}:// is not supported: {_REFUSED_DRIVERS[driver]}"
+        )
+    sync_ok, async_ok = _SYNC_CANDIDATES[family], _ASYNC_CANDIDATES[family]
+    if driver and driver not in sync_ok and driver not in async_ok:
+        raise UnsupportedDriverError(
+            f"{drivername}:// names a driver this saver does not support; use one of "
+            + ", ".join(f"{family}+{d}" for d in dict.fromkeys(sync_ok + async_ok))
+        )
+    if driver:
+        module, fix = _DRIVER_MODULES[driver]
+        if not _importable(module):
+            raise DriverNotInstalledError(
+                f"{drivername}:// needs the {module!r} module, which is not installed: {fix}"
+            )
+    sync_driver = driver if driver in sync_ok else _first_installed(sync_ok)
+    async_driver = driver if driver in async_ok else _first_installed(async_ok)
+
+    def missing(side: str, names: Sequence[str]) -> str:
+        named = (
+            f"{drivername}:// serves only one side; the {side} methods"
+            if driver
+            else f"{drivername}://"
+        )
+        return (
+            f"{named} need a {side} {family} driver ({', '.join(names)}) and none is "
+            f"installed: {_EXTRAS[family]}"
+        )
+
+    if sync_driver is None:
+        raise DriverNotInstalledError(missing("sync", sync_ok))
+    if async_driver is None:
+        return sync_driver, async_ok[0], missing("async", async_ok)
+    return sync_driver, async_driver, None
+
+
+def _first_installed(drivers: Sequence[str]) -> str | None:
+    return next((d for d in drivers if _importable(_DRIVER_MODULES[d][0])), None)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -9,9 +9,12 @@ __all__ = [
     "CheckpointDecodeError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
+    "DatabaseURLError",
+    "DriverNotInstalledError",
     "SchemaOutOfDateError",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
+    "UnsupportedDriverError",
 ]
 
 
@@ -134,3 +137,24 @@ class CheckpointConnectionError(ConnectionError):
 class ThreadLockTimeout(TimeoutError):
     """``lock_thread`` did not get the thread's lock within its timeout: another process
     or task holds it. Nothing was run under the lock."""
+
+
+class DatabaseURLError(ValueError):
+    """A database URL (or SQLite path) the saver refuses, at construction: one that
+    SQLAlchemy itself would reject or read as something else than it looks like, such as
+    ``sqlite://relative.db`` (two slashes: SQLAlchemy refuses a host on SQLite) or an empty
+    string. The message lists the valid forms; nothing was opened or created.
+    """
+
+
+class UnsupportedDriverError(DatabaseURLError):
+    """A URL naming a driver the saver cannot use (unknown to it, or known not to work,
+    such as ``mysql+aiomysql``), or an engine given for the wrong side (an async driver's
+    engine as ``engine=``). The message names the driver to use instead."""
+
+
+class DriverNotInstalledError(UnsupportedDriverError, ImportError):
+    """The driver a URL needs is not installed: the one it names, or, for the other side
+    (sync or async), any driver of its dialect. The message names the extra or package to
+    install (``pip install "langgraph-checkpoint-sqlalchemy[postgres]"``). Also an
+    ``ImportError``."""

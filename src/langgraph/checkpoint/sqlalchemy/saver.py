@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, _strict, migrate
+from ._loops import PerLoopEngines
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
 from .errors import (
@@ -55,6 +56,7 @@ from .errors import (
     SchemaOutOfDateError,
     ThreadLockTimeout,
     ThreadNotEmptyError,
+    UnsupportedDriverError,
 )
 from .schema import (
     CHANNEL_MAX_LENGTH,
@@ -217,6 +219,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     No lock is held by the saver itself: concurrent calls use the engines' connection
     pools, and ``list()`` releases its connection before it yields each page.
 
+    Any event loop, any thread: the async methods work from successive ``asyncio.run()``
+    calls and from threads each running a loop; each loop uses an async engine of its own
+    (the first one ``async_engine``, others a copy of it with its own pool), so a
+    connection is never used on a loop other than its own. Construction, every method,
+    :meth:`close` and :meth:`aclose` may run on any thread.
+
     Args:
         engine: Sync engine. Made from ``async_engine``'s URL when omitted.
         async_engine: Async engine. Made from ``engine``'s URL when omitted.
@@ -242,6 +250,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     Raises:
         ValueError: Neither engine was given, or ``inline_limit`` is out of range.
         UnsupportedDialectError: The engine's dialect is not supported.
+        UnsupportedDriverError: ``engine`` is an async driver's engine.
+        DriverNotInstalledError: The missing engine needs a driver of the other side
+            (sync or async) and none of its dialect is installed; the message names the
+            extra to install.
 
     Example:
         ```python
@@ -271,12 +283,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
         self._owned: list[Engine | AsyncEngine] = []
         self._keeper: sqlite3.Connection | None = None
+        if engine is not None and engine.dialect.is_async:
+            raise UnsupportedDriverError(
+                f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
+                "pass create_async_engine(url) as async_engine= instead."
+            )
         if engine is None:
             assert async_engine is not None
             engine = create_engine(resolve_urls(async_engine.url).sync)
             self._owned.append(engine)
         if async_engine is None:
-            async_engine = create_async_engine(resolve_urls(engine.url).async_)
+            twin = resolve_urls(engine.url)
+            twin.require_async()
+            async_engine = create_async_engine(twin.async_)
             self._owned.append(async_engine)
         configure_engine(engine)
         configure_engine(async_engine.sync_engine)
@@ -291,11 +310,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._read_one = engine.execution_options(**options, **qb.one_statement_read_options)
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})
         self._write_one = engine.execution_options(**options, **qb.one_statement_write_options)
-        self._aread = async_engine.execution_options(**options)
-        self._aread_one = async_engine.execution_options(**options, **qb.one_statement_read_options)
-        self._awrite = async_engine.execution_options(**options, **{WRITE_OPTION: True})
-        self._awrite_one = async_engine.execution_options(
-            **options, **qb.one_statement_write_options
+        # One async engine per event loop (see _loops): any loop, any thread.
+        self._aengines = PerLoopEngines(
+            async_engine,
+            options,
+            qb.one_statement_read_options,
+            qb.one_statement_write_options,
+            {WRITE_OPTION: True},
         )
         self._st = _ops.Statements(self._qb)
         self._schema_checked = False
@@ -335,11 +356,20 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             The saver. Run :meth:`setup` once to create the tables.
 
         Raises:
+            DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise (e.g.
+                ``sqlite://relative.db``); the message lists the valid forms.
             UnsupportedDialectError: The URL's dialect is not supported.
+            UnsupportedDriverError: The URL names a driver the saver cannot use.
+            DriverNotInstalledError: A driver it needs is not installed; the message
+                names the extra to install.
         """
         _check_inline_limit(inline_limit)
         urls = resolve_urls(conn_string)
-        keeper = sqlite3.connect(urls.memory, uri=True) if urls.memory else None
+        urls.require_async()
+        # check_same_thread=False: construction, use and close() may be on any threads.
+        keeper = (
+            sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
+        )
         engine = create_engine(urls.sync, **engine_kwargs)
         async_engine = create_async_engine(urls.async_, **engine_kwargs)
         saver = cls(
@@ -373,29 +403,35 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     async def asetup(self) -> None:
         """Async :meth:`setup`, on the async engine."""
-        async with self._awrite.begin() as conn:
+        async with self._aengines.current().write.begin() as conn:
             await conn.run_sync(migrate.upgrade, schema=self.schema)
         self._schema_checked = True
 
     def close(self) -> None:
-        """Dispose the engines this saver created (not the ones it was given)."""
+        """Dispose the engines this saver created (not the ones it was given), and the
+        async engines it made for other event loops. Any thread may call it.
+
+        Connections of an async pool belong to an event loop: they are dropped without
+        awaiting their close (call :meth:`aclose` to close them properly).
+        """
         for engine in self._owned:
-            if isinstance(engine, AsyncEngine):
-                # Connections of an async pool belong to an event loop; drop them without
-                # awaiting their close (call :meth:`aclose` to close them properly).
-                engine.sync_engine.dispose(close=False)
-            else:
+            if not isinstance(engine, AsyncEngine):
                 engine.dispose()
+        self._aengines.close(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
 
     async def aclose(self) -> None:
-        """Dispose the engines this saver created, closing async connections properly."""
+        """Dispose the engines this saver created, closing the async connections of the
+        running event loop properly (those of another loop on that loop if it still
+        runs). Any thread and loop may call it."""
         for engine in self._owned:
-            if isinstance(engine, AsyncEngine):
-                await engine.dispose()
-            else:
+            if not isinstance(engine, AsyncEngine):
                 engine.dispose()
+        await self._aengines.aclose(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
+
+    def _owns(self, engine: Engine | AsyncEngine) -> bool:
+        return any(e is engine for e in self._owned)
 
     def _release_keeper(self) -> None:
         if self._keeper is not None:
@@ -435,11 +471,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return (self._read_one if access == _READ_ONE else self._read).connect()
 
     def _aconnect(self, access: str) -> Any:
+        engines = self._aengines.current()
         if access == _WRITE:
-            return self._awrite.begin()
+            return engines.write.begin()
         if access == _WRITE_ONE:
-            return self._awrite_one.begin()
-        return (self._aread_one if access == _READ_ONE else self._aread).connect()
+            return engines.write_one.begin()
+        return (engines.read_one if access == _READ_ONE else engines.read).connect()
 
     def _run(
         self,
@@ -991,7 +1028,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         deadline = time.monotonic() + timeout
         while True:
             if qb.thread_lock_uses_connection:
-                aconn = await self.async_engine.connect()
+                aconn = await self._aengines.current().engine.connect()
                 try:
                     handle = await aconn.run_sync(qb.try_thread_lock, url, key)
                 except BaseException:

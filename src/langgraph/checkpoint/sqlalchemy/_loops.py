@@ -1,0 +1,146 @@
+"""One async engine per event loop: an async connection is used only on its own loop.
+
+The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
+event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
+one loop. A saver used from successive ``asyncio.run()`` calls, or from threads each
+running a loop, therefore gives each loop an engine of its own: the first loop uses the
+saver's ``async_engine`` itself; any other loop that runs while it is in use gets a copy
+of it (same URL, dialect, options and pool settings, a new pool of its own, made by
+``Pool.recreate()``, which SQLAlchemy's ``Engine.dispose(close=False)`` uses too). When a
+loop is found closed, its engine's connections, which can no longer be awaited on, are
+dropped (``dispose(close=False)``) and the saver's engine is free for the next loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+#: Seconds a new loop waits for the primary engine's first connection (on another
+#: thread) to initialise the dialect; past it, it goes on and connects itself.
+_DIALECT_WAIT = 30.0
+
+
+class LoopEngines:
+    """The async engine of one event loop, and its variants with the saver's execution
+    options (read, one-statement read, write, one-statement write)."""
+
+    __slots__ = ("engine", "read", "read_one", "write", "write_one")
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        options: dict[str, Any],
+        read_one: dict[str, Any],
+        write_one: dict[str, Any],
+        write: dict[str, Any],
+    ) -> None:
+        self.engine = engine
+        self.read = engine.execution_options(**options)
+        self.read_one = engine.execution_options(**options, **read_one)
+        self.write = engine.execution_options(**options, **write)
+        self.write_one = engine.execution_options(**options, **write_one)
+
+
+def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
+    given: Any = engine.sync_engine
+    # An engine made by .execution_options() proxies its parent's pool: copy the parent,
+    # then apply the same options to the copy.
+    base = getattr(given, "_proxied", given)
+    sync = copy.copy(base)
+    sync.pool = base.pool.recreate()
+    if base is not given:
+        sync = sync.execution_options(**given.get_execution_options())
+    return AsyncEngine(sync)
+
+
+class PerLoopEngines:
+    """The saver's async engines, one per running event loop (see the module docstring).
+
+    Args:
+        primary: The saver's ``async_engine``.
+        options, read_one, write_one, write: Execution options of :class:`LoopEngines`.
+    """
+
+    def __init__(
+        self,
+        primary: AsyncEngine,
+        options: dict[str, Any],
+        read_one: dict[str, Any],
+        write_one: dict[str, Any],
+        write: dict[str, Any],
+    ) -> None:
+        self.primary = primary
+        self._options = (options, read_one, write_one, write)
+        self._by_loop: dict[asyncio.AbstractEventLoop, LoopEngines] = {}
+        self._lock = threading.Lock()
+        # A copy shares the primary's dialect, which SQLAlchemy initialises on the
+        # primary's first connection (once, for all copies): copies wait for it.
+        self._dialect_ready = threading.Event()
+        if hasattr(primary.sync_engine.dialect, "default_isolation_level"):
+            self._dialect_ready.set()  # initialised already (the engine was used)
+        else:
+            event.listen(primary.sync_engine, "connect", self._on_primary_connect)
+
+    def current(self) -> LoopEngines:
+        """The engines of the running event loop (made on its first use)."""
+        loop = asyncio.get_running_loop()
+        found = self._by_loop.get(loop)
+        return found if found is not None else self._add(loop)
+
+    def _on_primary_connect(self, _dbapi_connection: Any, _record: Any) -> None:
+        # Runs after SQLAlchemy's own first-connect listener has initialised the dialect.
+        self._dialect_ready.set()
+
+    def _add(self, loop: asyncio.AbstractEventLoop) -> LoopEngines:
+        with self._lock:
+            for old in [known for known in self._by_loop if known.is_closed()]:
+                # Its loop is gone: nothing can be awaited on its connections any more.
+                self._by_loop.pop(old).engine.sync_engine.dispose(close=False)
+            if loop in self._by_loop:
+                return self._by_loop[loop]
+            if all(e.engine is not self.primary for e in self._by_loop.values()):
+                found = self._by_loop[loop] = LoopEngines(self.primary, *self._options)
+                return found
+        # The primary serves another loop, on another thread: wait (this thread only)
+        # until its first connection has initialised the shared dialect, then copy it.
+        self._dialect_ready.wait(_DIALECT_WAIT)
+        engine = _copy_engine(self.primary)
+        with self._lock:
+            return self._by_loop.setdefault(loop, LoopEngines(engine, *self._options))
+
+    def _take_all(self) -> list[tuple[asyncio.AbstractEventLoop, AsyncEngine]]:
+        with self._lock:
+            taken = [(loop, e.engine) for loop, e in self._by_loop.items()]
+            self._by_loop.clear()
+        return taken
+
+    def close(self, *, dispose_primary: bool) -> None:
+        """Drop every loop's pooled connections without awaiting (sync ``close()``);
+        the primary engine's too only if ``dispose_primary`` (the saver made it)."""
+        for _, engine in self._take_all():
+            if engine is not self.primary or dispose_primary:
+                engine.sync_engine.dispose(close=False)
+        if dispose_primary:
+            self.primary.sync_engine.dispose(close=False)
+
+    async def aclose(self, *, dispose_primary: bool) -> None:
+        """Close the running loop's connections properly; those of another loop are
+        closed on that loop if it still runs, else dropped."""
+        running = asyncio.get_running_loop()
+        for loop, engine in self._take_all():
+            if engine is self.primary and not dispose_primary:
+                continue
+            if loop is running:
+                await engine.dispose()
+            elif loop.is_closed() or not loop.is_running():
+                engine.sync_engine.dispose(close=False)
+            else:
+                asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
+        if dispose_primary:
+            await self.primary.dispose()  # no-op unless connections were made since

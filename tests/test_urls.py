@@ -1,0 +1,102 @@
+"""A URL never means something other than what SQLAlchemy means by it.
+
+``sqlite://relative.db`` (two slashes) used to become an in-memory database silently:
+``upgrade`` said it succeeded and everything was lost at exit; SQLAlchemy itself refuses
+that URL (the text after ``//`` is a host). Such URLs are refused at construction
+(``from_conn_string``, the command line's ``--url``, ``alembic -x url=``) with
+``DatabaseURLError``, whose message lists the valid forms; in-memory happens only when
+asked for (``:memory:``, ``sqlite://``, ``sqlite:///:memory:``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy.dialects import resolve_urls
+
+REPO = Path(__file__).resolve().parents[1]
+FORMS = ("sqlite:///relative.db", "sqlite:////abs/path.db", ":memory:")
+REFUSED = [
+    "sqlite://relative.db",
+    "sqlite+pysqlite://relative.db",
+    "sqlite+aiosqlite://relative.db",
+    "sqlite://user@host/x.db",
+    "sqlite:///",
+    "",
+    "   ",
+    "sqlite:relative.db",
+    "postgresql:/db",
+]
+
+
+@pytest.mark.parametrize("url", REFUSED)
+def test_misread_url_is_refused_and_creates_nothing(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatabaseURLError) as caught:
+        SQLAlchemySaver.from_conn_string(url)
+    assert isinstance(caught.value, ValueError)
+    for form in FORMS:
+        assert form in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", [":memory:", "sqlite://", "sqlite:///:memory:"])
+def test_in_memory_only_when_asked_for(url: str) -> None:
+    assert resolve_urls(url).memory is not None
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        saver.put(config, empty_checkpoint(), {}, {})
+        assert saver.get_tuple(config) is not None
+
+
+@pytest.mark.parametrize("form", ["sqlite:///relative.db", "relative.db", "sqlite:////ABS"])
+def test_file_forms_write_the_file(
+    form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = form.replace("/ABS", str(tmp_path / "relative.db"))
+    assert resolve_urls(url).memory is None
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+    assert (tmp_path / "relative.db").is_file()
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("LANGGRAPH_CHECKPOINT_URL", "LANGGRAPH_CHECKPOINT_SCHEMA"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy", "upgrade", "--url"],
+        [sys.executable, "-m", "alembic", "-c", str(REPO / "alembic.ini"), "-x"],
+    ],
+    ids=["cli", "alembic"],
+)
+def test_command_line_refuses_two_slash_sqlite(command: list[str], tmp_path: Path) -> None:
+    url = "sqlite://relative.db"
+    args = (
+        [*command, url] if command[-1] == "--url" else [*command, f"url={url}", "upgrade", "head"]
+    )
+    done = subprocess.run(
+        args, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "sqlite:///relative.db" in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
+    if command[-1] == "--url":  # the command line: one line, exit 2 (a bad URL)
+        assert done.returncode == 2
+        assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
