@@ -47,6 +47,7 @@ from . import _ops
 from .dialects import resolve_urls
 from .saver import _READ, _WRITE, SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
+from .schema import full_name, stored_full
 from .schema import writes as our_writes
 
 __all__ = [
@@ -191,6 +192,11 @@ class _Reader:
             return sorted(seen)
         c = self.tables.checkpoints.c
         with self.tables.connect() as conn:
+            if "thread_id_full" in c:  # ours: a long id's text beside its digest key
+                rows = conn.execute(
+                    select(c.thread_id, func.max(c.thread_id_full)).group_by(c.thread_id)
+                )
+                return sorted(full_name(key, full) for key, full in rows)
             rows = conn.execute(select(c.thread_id).distinct().order_by(c.thread_id))
             return [str(r[0]) for r in rows]
 
@@ -206,9 +212,19 @@ class _Reader:
             ]
         else:
             c = self.tables.checkpoints.c
-            query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
+            if "checkpoint_ns_full" in c:  # ours: a long name's text beside its key
+                query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
+                    c.thread_id == thread_id
+                )
+                if stored_full(thread_id) is not None:
+                    query = query.where(c.thread_id_full == thread_id)
+            else:
+                query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
             with self.tables.connect() as conn:
-                found = [(str(r[0]), str(r[1])) for r in conn.execute(query)]
+                found = [
+                    (full_name(r[0], r[2] if len(r) > 2 else None), str(r[1]))
+                    for r in conn.execute(query)
+                ]
         return sorted(found, key=lambda k: (k[1], k[0]))
 
     def read(
@@ -401,10 +417,14 @@ def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
     """``(checkpoint_ns, checkpoint_id)`` of the target's checkpoints of a thread: one
     query."""
     c = our_checkpoints.c
-    query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
+    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
+        c.thread_id == thread_id
+    )
+    if stored_full(thread_id) is not None:
+        query = query.where(c.thread_id_full == thread_id)
 
     def op(conn: Connection) -> set[tuple[str, str]]:
-        return {(str(r[0]), str(r[1])) for r in conn.execute(query)}
+        return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
 
     return target._run(_READ, op)
 
