@@ -203,7 +203,8 @@ class NameKey(KeyText):
     def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
         if value is None:
             return None
-        return super().process_bind_param(str(name_key(value)), dialect)
+        key = name_key(value if isinstance(value, str) else str(value))
+        return super().process_bind_param(str(key), dialect)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
         text = super().process_result_value(value, dialect)

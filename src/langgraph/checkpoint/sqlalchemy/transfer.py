@@ -39,7 +39,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, func, inspect, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    MetaData,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    null,
+    select,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -212,19 +222,15 @@ class _Reader:
             ]
         else:
             c = self.tables.checkpoints.c
-            if "checkpoint_ns_full" in c:  # ours: a long name's text beside its key
-                query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
-                    c.thread_id == thread_id
-                )
-                if stored_full(thread_id) is not None:
-                    query = query.where(c.thread_id_full == thread_id)
-            else:
-                query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
+            ours = "checkpoint_ns_full" in c  # a long name's text beside its digest key
+            full_ns = c.checkpoint_ns_full if ours else null()
+            query = select(c.checkpoint_ns, c.checkpoint_id, full_ns).where(
+                c.thread_id == thread_id
+            )
+            if ours and stored_full(thread_id) is not None:
+                query = query.where(c.thread_id_full == thread_id)
             with self.tables.connect() as conn:
-                found = [
-                    (full_name(r[0], r[2] if len(r) > 2 else None), str(r[1]))
-                    for r in conn.execute(query)
-                ]
+                found = [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
         return sorted(found, key=lambda k: (k[1], k[0]))
 
     def read(
