@@ -123,7 +123,9 @@ class Statements:
 
     def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
         """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
-        keys (at most ``qb.in_list_chunk``)."""
+        keys (at most ``qb.in_list_chunk``). Thread and namespace as read from a key
+        column (:class:`.schema.StoredKey`), not names: PostgreSQL binds them as text
+        arrays, which :class:`.schema.NameKey` does not map."""
         stmt = self._blobs_in.get(len(keys))
         if stmt is None:
             stmt = select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
@@ -134,7 +136,7 @@ class Statements:
 
     def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
         """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
-        checkpoints (at most ``qb.in_list_chunk``)."""
+        checkpoints (at most ``qb.in_list_chunk``); keys as read, as for :meth:`blobs_in`."""
         stmt = self._writes_in.get(len(keys))
         if stmt is None:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
