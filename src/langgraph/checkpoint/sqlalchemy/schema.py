@@ -224,7 +224,7 @@ class FullName(TypeDecorator[str]):
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(mysql.BLOB())
-        return dialect.type_descriptor(Text())
+        return Text()  # not adapted: psycopg's String adaptation would render VARCHAR
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
         if value is not None and dialect.name in ("mysql", "mariadb"):
