@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointMetadataError
+from langgraph.checkpoint.sqlalchemy.schema import THREAD_ID_MAX_LENGTH
 
 from .doors import Door
 
@@ -608,11 +609,12 @@ async def test_thread_ids_differing_in_case_or_spaces_are_different_threads(door
 
 async def test_thread_id_length_limit(door: Door) -> None:
     seed_ = await seed(door)
-    ok = "x" * 255
-    await put(door, ok, {"len": 255})
+    ok = "x" * THREAD_ID_MAX_LENGTH
+    await put(door, ok, {"len": THREAD_ID_MAX_LENGTH})
     assert await door.get_tuple(cfg(ok)) is not None
     cp, versions = make_checkpoint()
-    await expect_config_error(seed_, door, "put", door.put(cfg("x" * 256), cp, {}, versions))
+    too_long = cfg("x" * (THREAD_ID_MAX_LENGTH + 1))
+    await expect_config_error(seed_, door, "put", door.put(too_long, cp, {}, versions))
     await expect_config_error(seed_, door, "get", door.get_tuple(cfg("y" * 10_000)))
 
 

@@ -12,7 +12,12 @@ from langgraph.checkpoint.base import empty_checkpoint
 from sqlalchemy import func, select, text
 
 from langgraph.checkpoint.sqlalchemy import ValueTooLargeError
-from langgraph.checkpoint.sqlalchemy.schema import blobs, writes
+from langgraph.checkpoint.sqlalchemy.schema import (
+    CHECKPOINT_NS_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    blobs,
+    writes,
+)
 
 from .doors import Door
 
@@ -74,12 +79,13 @@ async def test_value_over_max_allowed_packet_is_refused_whole(door: Door, backen
 
 
 async def test_key_limits_are_stated_and_nothing_is_truncated(door: Door) -> None:
-    """Ids at the limit round-trip on every dialect (255 emoji are 1,020 bytes of UTF-8);
-    past it, the call is refused before any write with an error that states the limit."""
+    """Ids at the limit round-trip on every dialect (1,000 emoji are 4,000 bytes of
+    UTF-8); past it, the call is refused before any write with an error that states the
+    limit."""
     from langgraph.checkpoint.sqlalchemy import CheckpointConfigError
 
-    thread = "😀" * 255
-    namespace = "n" * 254 + "😀"
+    thread = "😀" * THREAD_ID_MAX_LENGTH
+    namespace = "n" * (CHECKPOINT_NS_MAX_LENGTH - 1) + "😀"
     stored = await door.put(
         {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}},
         empty_checkpoint(),
@@ -89,11 +95,11 @@ async def test_key_limits_are_stated_and_nothing_is_truncated(door: Door) -> Non
     assert stored["configurable"]["thread_id"] == thread
     got = await door.get_tuple(stored)
     assert got is not None and got.config == stored
-    # 40 nested subgraph segments ("node:<uuid>") and a 1,000-character thread id.
-    deep = "|".join(f"node{i}:{'0' * 8}-0000-0000-0000-{'0' * 12}" for i in range(40))
+    # 50 nested subgraph segments ("node:<uuid>") and a 1,001-character thread id.
+    deep = "|".join(f"node{i}:{'0' * 8}-0000-0000-0000-{'0' * 12}" for i in range(50))
     for configurable, limit in (
-        ({"thread_id": "t", "checkpoint_ns": deep}, "255"),
-        ({"thread_id": "x" * 1000, "checkpoint_ns": ""}, "255"),
+        ({"thread_id": "t", "checkpoint_ns": deep}, "2000"),
+        ({"thread_id": "x" * 1001, "checkpoint_ns": ""}, "1000"),
     ):
         with pytest.raises(CheckpointConfigError, match=limit):
             await door.put({"configurable": configurable}, empty_checkpoint(), {}, {})

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import (
     Column,
     Engine,
@@ -279,6 +281,161 @@ async def test_upgrade_is_idempotent(target: Target) -> None:
     _migrate(target, "down", "base")
     assert not OUR_TABLES & _tables(target)
     assert _current(target) is None
+
+
+# -- 0003_long_names keeps the rows of 0002 -------------------------------------------------
+
+#: A 0002 thread id that starts with the digest marker: 0003 re-keys it.
+MARKED = lgsa_schema.NAME_KEY_MARKER + "a thread named like a digest key"
+
+
+def _rows_0002(target: Target) -> dict[str, sa.TableClause]:
+    """Raw tables of revision 0002 (no name-to-key mapping)."""
+    key = lgsa_schema.KeyText
+
+    def names() -> list[Any]:
+        return [sa.column("thread_id", key(255)), sa.column("checkpoint_ns", key(255))]
+
+    return {
+        "checkpoints": sa.table(
+            "lgsa_checkpoints",
+            *names(),
+            sa.column("checkpoint_id", key(64)),
+            sa.column("parent_checkpoint_id", key(64)),
+            sa.column("type", String(64)),
+            sa.column("checkpoint", lgsa_schema.BINARY),
+            sa.column("metadata", lgsa_schema.JSON_DOCUMENT),
+            sa.column("value_versions", lgsa_schema.JSON_DOCUMENT),
+            schema=target.schema,
+        ),
+        "blobs": sa.table(
+            "lgsa_checkpoint_blobs",
+            *names(),
+            sa.column("channel", key(150)),
+            sa.column("version", key(64)),
+            sa.column("type", String(64)),
+            sa.column("blob", lgsa_schema.BINARY),
+            schema=target.schema,
+        ),
+        "writes": sa.table(
+            "lgsa_checkpoint_writes",
+            *names(),
+            sa.column("checkpoint_id", key(64)),
+            sa.column("task_id", key(64)),
+            sa.column("idx", Integer),
+            sa.column("task_path", sa.Text),
+            sa.column("channel", sa.Text),
+            sa.column("type", String(64)),
+            sa.column("blob", lgsa_schema.BINARY),
+            schema=target.schema,
+        ),
+    }
+
+
+def _insert_0002_thread(conn: Any, target: Target, thread_id: str, ns: str) -> str:
+    """One checkpoint with a value in the blobs table and a pending write, as a 0002
+    saver stored them."""
+    serde = JsonPlusSerializer()
+    cp = empty_checkpoint()
+    cp["channel_versions"] = {"v": "1"}
+    t = _rows_0002(target)
+    type_, data = serde.dumps_typed(cp)
+    conn.execute(
+        t["checkpoints"].insert(),
+        {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": cp["id"],
+            "parent_checkpoint_id": None,
+            "type": type_,
+            "checkpoint": data,
+            "metadata": {"owner": thread_id},
+            "value_versions": {"v": "1"},
+        },
+    )
+    type_, data = serde.dumps_typed(f"value of {thread_id}")
+    conn.execute(
+        t["blobs"].insert(),
+        {"thread_id": thread_id, "checkpoint_ns": ns, "channel": "v", "version": "1"}
+        | {"type": type_, "blob": data},
+    )
+    type_, data = serde.dumps_typed(f"write of {thread_id}")
+    conn.execute(
+        t["writes"].insert(),
+        {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp["id"]}
+        | {"task_id": "task", "idx": 0, "task_path": "", "channel": "w"}
+        | {"type": type_, "blob": data},
+    )
+    return cp["id"]
+
+
+def _raw_keys(target: Target) -> dict[str, set[tuple[str, str]]]:
+    engine = target.engine()
+    try:
+        with engine.connect() as conn:
+            return {
+                name: {
+                    (str(r[0]), str(r[1]))
+                    for r in conn.execute(select(t.c.thread_id, t.c.checkpoint_ns))
+                }
+                for name, t in _rows_0002(target).items()
+            }
+    finally:
+        engine.dispose()
+
+
+async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Target) -> None:
+    _migrate(target, "up", "0002_inline_values")
+    engine = target.engine()
+    try:
+        with engine.begin() as conn:
+            ids = {
+                (thread_id, ns): _insert_0002_thread(conn, target, thread_id, ns)
+                for thread_id, ns in (("plain", ""), ("😀" * 255, "子"), (MARKED, MARKED))
+            }
+    finally:
+        engine.dispose()
+
+    def check(saver: SQLAlchemySaver) -> None:
+        for (thread_id, ns), checkpoint_id in ids.items():
+            got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+            assert got is not None, thread_id
+            assert got.config["configurable"] == {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+            }
+            assert got.checkpoint["channel_values"] == {"v": f"value of {thread_id}"}
+            assert got.pending_writes == [("task", "w", f"write of {thread_id}")]
+        assert {t.thread_id for t in saver.list_threads(limit=None)} == {t for t, _ in ids}
+
+    _migrate(target, "up", "head")
+    marked_key = lgsa_schema.name_key(MARKED)
+    assert marked_key != MARKED
+    for keys in _raw_keys(target).values():
+        assert keys == {("plain", ""), ("😀" * 255, "子"), (marked_key, marked_key)}
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        check(saver)
+        # Down to 0002 (no long name stored): the marked name is moved back.
+        saver.close()
+        _migrate(target, "down", "0002_inline_values")
+        for keys in _raw_keys(target).values():
+            assert keys == {(t, ns) for t, ns in ids}
+        _migrate(target, "up", "head")
+        saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+        check(saver)
+        # A name longer than 0002 holds: the downgrade refuses and changes nothing.
+        long_name = "線" * 256
+        saver.put(_checkpoint_config(long_name), empty_checkpoint(), {}, {})
+        with pytest.raises(RuntimeError, match="cannot downgrade below 0003_long_names"):
+            _migrate(target, "down", "0002_inline_values")
+        assert _current(target) == HEAD
+        check_long = saver.get_tuple(_checkpoint_config(long_name))
+        assert check_long is not None
+        assert check_long.config["configurable"]["thread_id"] == long_name
+    finally:
+        saver.close()
 
 
 # -- the Core model is what the migrations build -----------------------------------------

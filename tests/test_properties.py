@@ -36,6 +36,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointMetadataError
+from langgraph.checkpoint.sqlalchemy.schema import (
+    CHECKPOINT_NS_MAX_LENGTH,
+    NAME_KEY_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+)
 
 from .doors import Door
 from .test_hostile import cfg, ids, json_eq, make_checkpoint, threads
@@ -84,11 +89,16 @@ ODD_CHARS = st.one_of(
         ]
     ),
 )
-#: Any text: short odd text, plain text, or long text around the 255-character limit.
+#: Any text: short odd text, plain text, or long text around the width of the key
+#: columns (longer names are keyed by a digest) and around the limits.
 ODD_TEXT = st.one_of(
     st.text(ODD_CHARS, max_size=12),
     st.text(max_size=12),
-    st.text(ODD_CHARS, min_size=250, max_size=260),
+    st.text(ODD_CHARS, min_size=NAME_KEY_LENGTH - 5, max_size=NAME_KEY_LENGTH + 5),
+    st.text(ODD_CHARS, min_size=THREAD_ID_MAX_LENGTH - 2, max_size=THREAD_ID_MAX_LENGTH + 2),
+    st.text(
+        ODD_CHARS, min_size=CHECKPOINT_NS_MAX_LENGTH - 2, max_size=CHECKPOINT_NS_MAX_LENGTH + 2
+    ),
 )
 SHORT_ODD_TEXT = st.text(ODD_CHARS, max_size=12)
 
@@ -135,7 +145,9 @@ async def test_thread_ids_and_namespaces_round_trip_or_are_refused(
     # model: {(thread_id, ns): [(checkpoint_id, marker), ... newest first]}
     variants = list(dict.fromkeys([base, base.upper(), base.lower(), base + " ", " " + base]))
     for tid in variants:
-        expect_ok = id_ok(tid, 255) and id_ok(ns, 255, required=False)
+        expect_ok = id_ok(tid, THREAD_ID_MAX_LENGTH) and id_ok(
+            ns, CHECKPOINT_NS_MAX_LENGTH, required=False
+        )
         mark = marker()
         before = sum(len(v) for v in model.values())
         try:

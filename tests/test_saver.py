@@ -28,7 +28,12 @@ from langgraph.checkpoint.sqlalchemy import (
     CheckpointMetadataError,
     SQLAlchemySaver,
 )
-from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
+from langgraph.checkpoint.sqlalchemy.schema import (
+    THREAD_ID_MAX_LENGTH,
+    blobs,
+    checkpoints,
+    writes,
+)
 
 from .doors import Door
 
@@ -862,7 +867,7 @@ BAD_CONFIGS: list[dict[str, Any]] = [
     {"configurable": {"thread_id": ""}},
     {"configurable": {"thread_id": {"nested": "dict"}}},
     {"configurable": {"thread_id": ["list"]}},
-    {"configurable": {"thread_id": "x" * 256}},
+    {"configurable": {"thread_id": "x" * (THREAD_ID_MAX_LENGTH + 1)}},
 ]
 
 
@@ -891,11 +896,11 @@ async def test_bad_thread_id_on_delete_thread(door: Any) -> None:
     with pytest.raises(CheckpointConfigError):
         await door.delete_thread({"nested": "dict"})
     with pytest.raises(CheckpointConfigError):
-        await door.delete_thread("x" * 256)
+        await door.delete_thread("x" * (THREAD_ID_MAX_LENGTH + 1))
 
 
 async def test_thread_id_at_the_length_limit_works(door: Any) -> None:
-    thread_id = "é" * 255
+    thread_id = "é" * THREAD_ID_MAX_LENGTH
     [config] = await put_chain(door, thread_id, 1)
     assert config["configurable"]["thread_id"] == thread_id
     got = await door.get_tuple(cfg(thread_id))

@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    String,
     and_,
     delete,
     distinct,
@@ -28,7 +27,7 @@ from sqlalchemy import (
 from . import _history
 from ._ops import Statements, _chunks
 from .errors import ThreadNotEmptyError
-from .schema import blobs, checkpoints, writes
+from .schema import blobs, checkpoints, full_name, stored_full, writes
 
 PendingChannels = Callable[[Any], Sequence[str]]
 """Given a checkpoint row, the channels it versions but holds no value for (DeltaChannel
@@ -148,11 +147,16 @@ def copy_thread(conn: Connection, source: str, target: str) -> None:
             "(delete_thread) or copy to a new thread id."
         )
     for table in (checkpoints, blobs, writes):
-        columns = [col for col in table.c if col.name != "thread_id"]
+        # The target's key (a digest for a long id) and, in the checkpoints table, its
+        # full text; every other column as the source has it.
+        given: dict[str, Any] = {"thread_id": literal(target, table.c.thread_id.type)}
+        if "thread_id_full" in table.c:
+            given["thread_id_full"] = literal(stored_full(target), table.c.thread_id_full.type)
+        columns = [col for col in table.c if col.name not in given]
         conn.execute(
             insert(table).from_select(
-                ["thread_id", *(col.name for col in columns)],
-                select(literal(target, String).label("thread_id"), *columns).where(
+                [*given, *(col.name for col in columns)],
+                select(*(v.label(k) for k, v in given.items()), *columns).where(
                     table.c.thread_id == source
                 ),
             )
@@ -264,6 +268,7 @@ def list_threads(
             func.sum(
                 func.length(c.c.checkpoint) + func.coalesce(func.length(c.c.inline_values), 0)
             ),
+            func.max(c.c.thread_id_full),  # the text of a digest key (one per key)
         )
         .group_by(c.c.thread_id)
         .order_by(newest.desc(), c.c.thread_id)
@@ -286,9 +291,14 @@ def list_threads(
                 extra[thread_id] = extra.get(thread_id, 0) + int(size or 0)
     return [
         ThreadInfo(
-            t, int(n), int(ns), last, checkpoint_time(last), int(size or 0) + extra.get(t, 0)
+            full_name(t, full),
+            int(n),
+            int(ns),
+            last,
+            checkpoint_time(last),
+            int(size or 0) + extra.get(t, 0),
         )
-        for t, n, ns, last, size in rows
+        for t, n, ns, last, size, full in rows
     ]
 
 

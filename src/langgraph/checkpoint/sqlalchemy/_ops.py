@@ -22,7 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from . import _inline
 from .dialects import QueryBuilder
 from .errors import CheckpointConflictError
-from .schema import blobs, checkpoints, writes
+from .schema import blobs, checkpoints, full_name, writes
 
 CheckpointKey = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, checkpoint_id)``."""
@@ -39,6 +39,8 @@ _CHECKPOINT_COLUMNS = (
     checkpoints.c.metadata,
     checkpoints.c.value_versions,
     checkpoints.c.inline_values,
+    checkpoints.c.thread_id_full,
+    checkpoints.c.checkpoint_ns_full,
 )
 _WRITE_COLUMNS = (
     writes.c.thread_id,
@@ -121,7 +123,9 @@ class Statements:
 
     def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
         """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
-        keys (at most ``qb.in_list_chunk``)."""
+        keys (at most ``qb.in_list_chunk``). Thread and namespace as read from a key
+        column (:class:`.schema.StoredKey`), not names: PostgreSQL binds them as text
+        arrays, which :class:`.schema.NameKey` does not map."""
         stmt = self._blobs_in.get(len(keys))
         if stmt is None:
             stmt = select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
@@ -132,7 +136,7 @@ class Statements:
 
     def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
         """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
-        checkpoints (at most ``qb.in_list_chunk``)."""
+        checkpoints (at most ``qb.in_list_chunk``); keys as read, as for :meth:`blobs_in`."""
         stmt = self._writes_in.get(len(keys))
         if stmt is None:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
@@ -167,7 +171,10 @@ class CheckpointRecord:
 
     Attributes:
         row: ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,
-            checkpoint, metadata, value_versions)``.
+            checkpoint, metadata, value_versions, inline_values, thread_id_full,
+            checkpoint_ns_full)``; ``thread_id`` and ``checkpoint_ns`` are keys
+            (:func:`.schema.name_key`), :attr:`thread_id` and :attr:`checkpoint_ns` the
+            names.
         values: ``{channel: (type, blob)}`` of the channels that store a value (those in
             the row's ``inline_values`` first, then those found in the blobs table).
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
@@ -181,6 +188,16 @@ class CheckpointRecord:
     incomplete: bool = False
     """A channel's blob was not found: deleted between two statements of a read outside
     a transaction (a concurrent prune), or missing from the database."""
+
+    @property
+    def thread_id(self) -> str:
+        """The thread id (full text, not its key)."""
+        return full_name(self.row.thread_id, self.row.thread_id_full)
+
+    @property
+    def checkpoint_ns(self) -> str:
+        """The namespace (full text, not its key)."""
+        return full_name(self.row.checkpoint_ns, self.row.checkpoint_ns_full)
 
     @classmethod
     def of(cls, row: Any) -> CheckpointRecord:
@@ -281,13 +298,15 @@ def get_checkpoint(
         return None
     row = rows[0]
     record = CheckpointRecord.of(row)
+    if (record.thread_id, record.checkpoint_ns) != (thread_id, checkpoint_ns):
+        return None  # another name with the same digest key: never trust a digest alone
     record.writes = [
         (w.task_id, w.task_path, w.idx, w.channel, w.write_type, w.write_blob)
         for w in rows
         if w.task_id is not None
     ]
     keys = [
-        (thread_id, checkpoint_ns, ch, v)
+        (row.thread_id, row.checkpoint_ns, ch, v)  # keys as stored
         for ch, v in row.value_versions.items()
         if ch not in record.values
     ]

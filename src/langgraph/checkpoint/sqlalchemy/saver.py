@@ -67,6 +67,7 @@ from .schema import (
     promoted_source,
     promoted_step,
     run_key,
+    stored_full,
 )
 
 __all__ = ["SQLAlchemySaver"]
@@ -560,7 +561,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 decoded (damaged or forged row, other serializer or key).
         """
         row = rec.row
-        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        thread_id, checkpoint_ns = rec.thread_id, rec.checkpoint_ns
+        key = (thread_id, checkpoint_ns, row.checkpoint_id)
         if rec.damaged is not None:
             raise CheckpointDecodeError(*key, "inline_values", rec.damaged)
 
@@ -585,10 +587,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         ]
         parent = row.parent_checkpoint_id
         return CheckpointTuple(
-            config=_config(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
+            config=_config(thread_id, checkpoint_ns, row.checkpoint_id),
             checkpoint=cast(Checkpoint, checkpoint),
             metadata=cast(CheckpointMetadata, row.metadata),
-            parent_config=_config(row.thread_id, row.checkpoint_ns, parent) if parent else None,
+            parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
             pending_writes=pending,
         )
 
@@ -674,6 +676,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         checkpoint_row = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
+            "thread_id_full": stored_full(thread_id),
+            "checkpoint_ns_full": stored_full(checkpoint_ns),
             "checkpoint_id": checkpoint_id,
             "parent_checkpoint_id": parent_id,
             "run_id": run_key(meta.get("run_id")),
@@ -737,8 +741,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True
             )
             where.append(checkpoints.c.thread_id == thread_id)
+            if stored_full(cast(str, thread_id)) is not None:
+                # A digest key is never trusted alone: the text must match too.
+                where.append(checkpoints.c.thread_id_full == thread_id)
             if c.get("checkpoint_ns") is not None:
-                where.append(checkpoints.c.checkpoint_ns == _namespace(c["checkpoint_ns"]))
+                namespace = _namespace(c["checkpoint_ns"])
+                where.append(checkpoints.c.checkpoint_ns == namespace)
+                if stored_full(namespace) is not None:
+                    where.append(checkpoints.c.checkpoint_ns_full == namespace)
             checkpoint_id = _text_id(
                 c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False
             )

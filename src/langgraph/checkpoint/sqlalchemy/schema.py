@@ -22,6 +22,12 @@ application's own tables in one database:
   checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
   table: LangGraph may store writes before the checkpoint they belong to.
 
+``thread_id`` and ``checkpoint_ns`` may be longer than an index can hold (1,000 and 2,000
+characters): their key columns hold a *key* (:func:`name_key`), the name itself when it is
+short, else a fixed-size digest of it; the checkpoints table keeps the full text of a
+digested name in ``thread_id_full``/``checkpoint_ns_full`` (NULL otherwise), which is what
+is reported back and compared with the name asked for.
+
 Every value (channel values, writes, the checkpoint) goes through ``serde``, so an
 ``EncryptedSerializer`` leaves none of them in clear. Metadata is stored as JSON in clear:
 it is what filters query.
@@ -56,25 +62,40 @@ __all__ = [
     "CHANNEL_MAX_LENGTH",
     "CHECKPOINT_NS_MAX_LENGTH",
     "ID_MAX_LENGTH",
+    "NAME_KEY_LENGTH",
+    "NAME_KEY_MARKER",
     "RUN_KEY_MAX_LENGTH",
     "THREAD_ID_MAX_LENGTH",
     "VERSION_TABLE",
+    "FullName",
     "KeyText",
+    "NameKey",
+    "StoredKey",
     "blobs",
     "checkpoints",
+    "full_name",
     "metadata",
+    "name_key",
     "promoted_source",
     "promoted_step",
     "run_key",
+    "stored_full",
     "writes",
 ]
 
-#: Longest ``thread_id`` accepted, in characters. Key columns are bounded so that the
-#: primary keys fit the smallest index limit of the supported databases (InnoDB: 3072
-#: bytes, with 4 bytes a character in utf8mb4).
-THREAD_ID_MAX_LENGTH = 255
-#: Longest ``checkpoint_ns`` accepted, in characters.
-CHECKPOINT_NS_MAX_LENGTH = 255
+#: Longest ``thread_id`` accepted, in characters, on every dialect.
+THREAD_ID_MAX_LENGTH = 1000
+#: Longest ``checkpoint_ns`` accepted, in characters, on every dialect (about 30 levels
+#: of nested subgraphs: each adds a node name and a 36-character task id).
+CHECKPOINT_NS_MAX_LENGTH = 2000
+#: Width of the key columns ``thread_id`` and ``checkpoint_ns``, in characters. They are
+#: bounded so that the primary keys fit the smallest index limit of the supported
+#: databases (InnoDB: 3072 bytes, with 4 bytes a character in utf8mb4; PostgreSQL: about
+#: 2.7 kB a B-tree entry). A longer name is keyed by its digest (:func:`name_key`).
+NAME_KEY_LENGTH = 255
+#: Prefix of a digest key (:func:`name_key`); a name that starts with it is always
+#: keyed by its digest, so that no name is taken for another's digest.
+NAME_KEY_MARKER = "lgsa:sha256:"
 #: Longest checkpoint id, task id and channel version accepted, in characters.
 ID_MAX_LENGTH = 64
 #: Longest channel name accepted, in characters.
@@ -118,6 +139,92 @@ class KeyText(TypeDecorator[str]):
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(mysql.VARBINARY(4 * self.length))
         return dialect.type_descriptor(String(self.length))
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if value is not None and dialect.name in ("mysql", "mariadb"):
+            return value.encode("utf-8")
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8")
+        return value  # type: ignore[no-any-return]
+
+
+class StoredKey(str):
+    """A key (:func:`name_key`) read from a key column: bound again as it is, never
+    digested a second time. Not for reporting: the name is ``COALESCE(<name>_full,
+    <name>)`` (:func:`full_name`)."""
+
+    __slots__ = ()
+
+
+def name_key(name: str) -> str:
+    """The key of a thread id or namespace: what its key column holds.
+
+    The name itself when it is at most :data:`NAME_KEY_LENGTH` characters and does not
+    start with :data:`NAME_KEY_MARKER`; else the marker and the hex SHA-256 of its UTF-8
+    text (76 characters). The mapping is one to one (up to SHA-256): a name that looks
+    like a digest key is digested too. A :class:`StoredKey` is a key already.
+
+    Args:
+        name: The thread id or namespace (at most :data:`CHECKPOINT_NS_MAX_LENGTH`
+            characters; the saver checks the limits).
+
+    Returns:
+        The key, at most :data:`NAME_KEY_LENGTH` characters.
+    """
+    if isinstance(name, StoredKey):
+        return name
+    if len(name) <= NAME_KEY_LENGTH and not name.startswith(NAME_KEY_MARKER):
+        return name
+    return NAME_KEY_MARKER + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stored_full(name: str) -> str | None:
+    """The ``<name>_full`` column of a name: the name when its key is a digest, else
+    None (the key column holds the name itself)."""
+    return None if name_key(name) == name else name
+
+
+def full_name(key: str, full: str | None) -> str:
+    """The name a row stands for, from its key column and its ``<name>_full`` column
+    (plain ``str``, ready to report)."""
+    return str(full) if full is not None else str(key)
+
+
+class NameKey(KeyText):
+    """:class:`KeyText` of a ``thread_id``/``checkpoint_ns`` key column: a bound name is
+    turned into its key (:func:`name_key`), so that every ``WHERE thread_id = ?`` finds
+    the rows of a long name; a value read back is a :class:`StoredKey`."""
+
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        key = name_key(value if isinstance(value, str) else str(value))
+        return super().process_bind_param(str(key), dialect)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        text = super().process_result_value(value, dialect)
+        return None if text is None else StoredKey(text)
+
+
+class FullName(TypeDecorator[str]):
+    """The full text of a long ``thread_id``/``checkpoint_ns`` (``<name>_full``).
+
+    TEXT, but a BLOB of UTF-8 on MySQL/MariaDB, which then compares byte for byte as
+    :class:`KeyText` does there.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(mysql.BLOB())
+        return Text()  # not adapted: psycopg's String adaptation would render VARCHAR
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
         if value is not None and dialect.name in ("mysql", "mariadb"):
@@ -183,11 +290,15 @@ def _key(name: str, length: int) -> Column[str]:
     return Column(name, KeyText(length), nullable=False)
 
 
+def _name(name: str) -> Column[str]:
+    return Column(name, NameKey(NAME_KEY_LENGTH), nullable=False)
+
+
 checkpoints = Table(
     "lgsa_checkpoints",
     metadata,
-    _key("thread_id", THREAD_ID_MAX_LENGTH),
-    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _name("thread_id"),
+    _name("checkpoint_ns"),
     _key("checkpoint_id", ID_MAX_LENGTH),
     Column("parent_checkpoint_id", KeyText(ID_MAX_LENGTH), nullable=True),
     Column("run_id", KeyText(RUN_KEY_MAX_LENGTH), nullable=True),
@@ -198,6 +309,8 @@ checkpoints = Table(
     Column("metadata", JSON_DOCUMENT, nullable=False),
     Column("value_versions", JSON_DOCUMENT, nullable=False),
     Column("inline_values", BINARY, nullable=True),
+    Column("thread_id_full", FullName(), nullable=True),
+    Column("checkpoint_ns_full", FullName(), nullable=True),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
@@ -208,8 +321,8 @@ checkpoints = Table(
 blobs = Table(
     "lgsa_checkpoint_blobs",
     metadata,
-    _key("thread_id", THREAD_ID_MAX_LENGTH),
-    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _name("thread_id"),
+    _name("checkpoint_ns"),
     _key("channel", CHANNEL_MAX_LENGTH),
     _key("version", ID_MAX_LENGTH),
     Column("type", String(64), nullable=False),
@@ -223,8 +336,8 @@ blobs = Table(
 writes = Table(
     "lgsa_checkpoint_writes",
     metadata,
-    _key("thread_id", THREAD_ID_MAX_LENGTH),
-    _key("checkpoint_ns", CHECKPOINT_NS_MAX_LENGTH),
+    _name("thread_id"),
+    _name("checkpoint_ns"),
     _key("checkpoint_id", ID_MAX_LENGTH),
     _key("task_id", ID_MAX_LENGTH),
     Column("idx", Integer, nullable=False),

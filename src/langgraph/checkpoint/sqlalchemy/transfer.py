@@ -40,7 +40,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, inspect, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    MetaData,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    null,
+    select,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -48,6 +58,7 @@ from . import _ops
 from .dialects import resolve_urls
 from .saver import _READ, _WRITE, SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
+from .schema import full_name, name_key, stored_full
 from .schema import writes as our_writes
 
 __all__ = [
@@ -201,6 +212,11 @@ class _Reader:
             return sorted(seen)
         c = self.tables.checkpoints.c
         with self.tables.connect() as conn:
+            if "thread_id_full" in c:  # ours: a long id's text beside its digest key
+                rows = conn.execute(
+                    select(c.thread_id, func.max(c.thread_id_full)).group_by(c.thread_id)
+                )
+                return sorted(full_name(key, full) for key, full in rows)
             rows = conn.execute(select(c.thread_id).distinct().order_by(c.thread_id))
             return [str(r[0]) for r in rows]
 
@@ -216,9 +232,15 @@ class _Reader:
             ]
         else:
             c = self.tables.checkpoints.c
-            query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
+            ours = "checkpoint_ns_full" in c  # a long name's text beside its digest key
+            full_ns = c.checkpoint_ns_full if ours else null()
+            query = select(c.checkpoint_ns, c.checkpoint_id, full_ns).where(
+                c.thread_id == thread_id
+            )
+            if ours and stored_full(thread_id) is not None:
+                query = query.where(c.thread_id_full == thread_id)
             with self.tables.connect() as conn:
-                found = [(str(r[0]), str(r[1])) for r in conn.execute(query)]
+                found = [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
         return sorted(found, key=lambda k: (k[1], k[0]))
 
     def missing(self, thread_ids: Sequence[str]) -> list[str]:
@@ -244,7 +266,9 @@ class _Reader:
         else:
             with self.tables.connect() as conn:
                 found = op(conn)
-        return [t for t in thread_ids if t not in found]
+        # Our tables hold a long id's digest key (schema.name_key); the official ones the id.
+        key_of = name_key if "thread_id_full" in c else str
+        return [t for t in thread_ids if key_of(t) not in found]
 
     def write_keys(
         self, thread_id: str, keys: Sequence[tuple[str, str]]
@@ -263,8 +287,9 @@ class _Reader:
         query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
             w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
         )
+        ours = "checkpoint_ns_full" in self.tables.checkpoints.c
         with self.tables.connect() as conn:
-            return _counted(conn.execute(query), wanted)
+            return _counted(conn.execute(query), wanted, _ns_by_key(keys) if ours else None)
 
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
@@ -333,13 +358,25 @@ def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start : start + _BATCH]
 
 
+def _ns_by_key(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The namespaces of ``keys`` by what the key column of our tables holds for them
+    (a long namespace's digest key, :func:`.schema.name_key`)."""
+    return {name_key(ns): ns for ns, _ in keys}
+
+
 def _counted(
-    rows: Iterable[Any], wanted: set[tuple[str, str]]
+    rows: Iterable[Any],
+    wanted: set[tuple[str, str]],
+    ns_by_key: dict[str, str] | None = None,
 ) -> Counter[tuple[str, str, str, str]]:
+    """Pending-write keys ``(ns, checkpoint_id, task_id, channel)`` of ``rows`` whose
+    checkpoint is ``wanted``, with their multiplicity; ``ns_by_key`` maps our tables' key
+    column back to the namespace."""
     found: Counter[tuple[str, str, str, str]] = Counter()
-    for ns, checkpoint_id, task_id, channel in rows:
-        if (str(ns), str(checkpoint_id)) in wanted:
-            found[(str(ns), str(checkpoint_id), str(task_id), str(channel))] += 1
+    for ns_key, checkpoint_id, task_id, channel in rows:
+        ns = ns_by_key.get(str(ns_key), str(ns_key)) if ns_by_key else str(ns_key)
+        if (ns, str(checkpoint_id)) in wanted:
+            found[(ns, str(checkpoint_id), str(task_id), str(channel))] += 1
     return found
 
 
@@ -502,10 +539,14 @@ def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
     """``(checkpoint_ns, checkpoint_id)`` of the target's checkpoints of a thread: one
     query."""
     c = our_checkpoints.c
-    query = select(c.checkpoint_ns, c.checkpoint_id).where(c.thread_id == thread_id)
+    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
+        c.thread_id == thread_id
+    )
+    if stored_full(thread_id) is not None:
+        query = query.where(c.thread_id_full == thread_id)
 
     def op(conn: Connection) -> set[tuple[str, str]]:
-        return {(str(r[0]), str(r[1])) for r in conn.execute(query)}
+        return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
 
     return target._run(_READ, op)
 
@@ -526,9 +567,12 @@ def _target_keys(
         w.thread_id == thread_id, w.checkpoint_id.in_(ids)
     )
 
+    ns_by_key = _ns_by_key(keys)
+
     def op(conn: Connection) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
-        present = {(str(r[0]), str(r[1])) for r in conn.execute(checkpoints)} & wanted
-        return present, _counted(conn.execute(writes), wanted)
+        rows = conn.execute(checkpoints)
+        present = {(ns_by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
+        return present, _counted(conn.execute(writes), wanted, ns_by_key)
 
     return target._run(_READ, op)
 

@@ -1,0 +1,137 @@
+"""Thread ids and namespaces longer than an index holds (``thread_id_full``,
+``checkpoint_ns_full``).
+
+The key columns keep their width (255 characters); a longer name is keyed by
+``"lgsa:sha256:" + sha256(name)`` and its full text is kept in the new nullable columns of
+``lgsa_checkpoints`` (see :func:`langgraph.checkpoint.sqlalchemy.schema.name_key`). Rows of
+revision 0002 keep their keys, except the rare name that starts with that marker: it is
+re-keyed by its digest in the three tables, its text moved to the new column, so that no
+name can be taken for another's digest.
+
+The downgrade moves such names back; it refuses, changing nothing, when a name longer
+than 255 characters is stored (revision 0002 cannot hold it: delete those threads first).
+
+Revision ID: 0003_long_names
+Revises: 0002_inline_values
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import context, op
+
+from langgraph.checkpoint.sqlalchemy.schema import (
+    NAME_KEY_LENGTH,
+    NAME_KEY_MARKER,
+    FullName,
+    KeyText,
+    name_key,
+)
+
+revision: str = "0003_long_names"
+down_revision: str | None = "0002_inline_values"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_CHECKPOINTS = "lgsa_checkpoints"
+_TABLES = (_CHECKPOINTS, "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes")
+_NAMES = ("thread_id", "checkpoint_ns")
+
+
+def _schema() -> str | None:
+    return op.get_context().version_table_schema
+
+
+def _columns() -> set[str]:
+    # DDL is not transactional on MySQL/MariaDB: a failed run may have added a column
+    # already, so each step checks first.
+    if context.is_offline_mode():
+        return set()
+    columns = sa.inspect(op.get_bind()).get_columns(_CHECKPOINTS, schema=_schema())
+    return {column["name"] for column in columns}
+
+
+def _table(name: str, *, full: bool = False) -> sa.TableClause:
+    # Raw key columns (plain KeyText: no name-to-key mapping on bind).
+    columns = [sa.column(n, KeyText(NAME_KEY_LENGTH)) for n in _NAMES]
+    if full:
+        columns += [sa.column(f"{n}_full", FullName()) for n in _NAMES]
+    return sa.table(name, *columns, schema=_schema())
+
+
+def _rekey(name: str, old: str, new: str) -> None:
+    bind = op.get_bind()
+    for table_name in _TABLES:
+        t = _table(table_name)
+        bind.execute(sa.update(t).where(t.c[name] == old).values({name: new}))
+
+
+def upgrade() -> None:
+    have = _columns()
+    for name in _NAMES:
+        if f"{name}_full" not in have:
+            op.add_column(
+                _CHECKPOINTS,
+                sa.Column(f"{name}_full", FullName(), nullable=True),
+                schema=_schema(),
+            )
+    if context.is_offline_mode():
+        op.execute(
+            "-- lgsa: run this upgrade online (alembic upgrade) when a thread_id or "
+            f"checkpoint_ns starts with {NAME_KEY_MARKER!r}: such rows are re-keyed in Python"
+        )
+        return
+    bind = op.get_bind()
+    checkpoints = _table(_CHECKPOINTS, full=True)
+    for name in _NAMES:
+        found: set[str] = set()
+        for table_name in _TABLES:
+            t = _table(table_name)
+            column = t.c[name]
+            rows = bind.execute(
+                sa.select(column).where(column.like(NAME_KEY_MARKER + "%")).distinct()
+            )
+            found.update(str(r[0]) for r in rows)
+        for old in sorted(found):
+            new = name_key(old)
+            if new == old:
+                continue
+            # The text first, while the rows are still found by their old key.
+            bind.execute(
+                sa.update(checkpoints)
+                .where(checkpoints.c[name] == old)
+                .values({f"{name}_full": old})
+            )
+            _rekey(name, old, new)
+
+
+def downgrade() -> None:
+    if context.is_offline_mode():
+        op.execute(
+            "-- lgsa: run this downgrade online (alembic downgrade): names kept in "
+            "thread_id_full/checkpoint_ns_full are moved back into the key columns in Python"
+        )
+    elif _columns() >= {f"{n}_full" for n in _NAMES}:
+        bind = op.get_bind()
+        checkpoints = _table(_CHECKPOINTS, full=True)
+        moves: list[tuple[str, str, str]] = []
+        for name in _NAMES:
+            key, full = checkpoints.c[name], checkpoints.c[f"{name}_full"]
+            rows = bind.execute(sa.select(key, full).where(full.is_not(None)).distinct())
+            for stored, text in rows:
+                if len(text) > NAME_KEY_LENGTH:
+                    raise RuntimeError(
+                        f"cannot downgrade below 0003_long_names: a {name} of {len(text)} "
+                        f"characters is stored (it starts {text[:40]!r}); revision "
+                        f"0002_inline_values holds at most {NAME_KEY_LENGTH}. Delete those "
+                        "threads first (saver.delete_thread) or stay at this revision."
+                    )
+                moves.append((name, str(stored), str(text)))
+        for name, stored, text in moves:
+            _rekey(name, stored, text)
+    for name in _NAMES:
+        if context.is_offline_mode() or f"{name}_full" in _columns():
+            op.drop_column(_CHECKPOINTS, f"{name}_full", schema=_schema())
