@@ -219,7 +219,7 @@ def checkpoint_time(checkpoint_id: str) -> datetime | None:
 def id_at(moment: datetime) -> str:
     """The smallest UUIDv6 checkpoint id of ``moment``: ids created before it sort below
     it (LangGraph's ids are UUIDv6, which sort by creation time as text)."""
-    ticks = int(moment.timestamp() * 1e7) + _UUID_EPOCH_OFFSET
+    ticks = max(int(moment.timestamp() * 1e7) + _UUID_EPOCH_OFFSET, 0)  # 1582 at the least
     value = ((ticks >> 12) & 0xFFFFFFFFFFFF) << 80 | (ticks & 0x0FFF) << 64 | 6 << 76
     return str(uuid.UUID(int=value))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,6 +71,11 @@ def alembic_config(connection: Connection | None = None, *, schema: str | None =
     return cfg
 
 
+#: Serialises Alembic commands within the process (see :func:`_alembic`); the database's
+#: migration lock serialises processes.
+_ALEMBIC_LOCK = threading.Lock()
+
+
 def upgrade(connection: Connection, revision: str = "head", *, schema: str | None = None) -> None:
     """Migrate the schema up to ``revision`` on ``connection``.
 
@@ -108,9 +114,14 @@ def _alembic(
 ) -> None:
     """Run an Alembic command; Alembic's "Can't locate revision" for a database migrated
     by a newer package becomes :class:`SchemaOutOfDateError` (no SQL has run then: Alembic
-    fails while planning the path from the database's revision)."""
+    fails while planning the path from the database's revision).
+
+    One command at a time in a process (:data:`_ALEMBIC_LOCK`): Alembic keeps the running
+    migration's context in module globals (``alembic.context``, ``alembic.op``), which two
+    threads migrating at once would overwrite in each other's hands."""
     try:
-        run(alembic_config(connection, schema=schema), revision)
+        with _ALEMBIC_LOCK:
+            run(alembic_config(connection, schema=schema), revision)
     except CommandError as e:
         current = current_revision(connection, schema=schema)
         if is_ahead(current):
@@ -152,11 +163,12 @@ def offline_sql(url: str, direction: str, revision: str, schema: str | None = No
     cfg = alembic_config(schema=schema)
     cfg.output_buffer = buffer
     cfg.attributes["url"] = url
-    if direction == "upgrade":
-        command.upgrade(cfg, revision, sql=True)
-    else:
-        target = revision if ":" in revision else f"{head_revision()}:{revision}"
-        command.downgrade(cfg, target, sql=True)
+    with _ALEMBIC_LOCK:
+        if direction == "upgrade":
+            command.upgrade(cfg, revision, sql=True)
+        else:
+            target = revision if ":" in revision else f"{head_revision()}:{revision}"
+            command.downgrade(cfg, target, sql=True)
     return buffer.getvalue()
 
 

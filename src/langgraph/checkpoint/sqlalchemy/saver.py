@@ -392,21 +392,33 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
-        :meth:`.QueryBuilder.migration_lock`).
+        :meth:`.QueryBuilder.migration_lock`) and from several threads of one process
+        (Alembic commands run one at a time). A database already at head costs one
+        version query.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
         """
-        with self._write.begin() as conn:
-            migrate.upgrade(conn, schema=self.schema)
+        # Up to date: one version query, no Alembic environment and no migration lock.
+        # A read of its own, ended before the migration's transaction begins (a MySQL
+        # snapshot taken before another process creates the tables would fail the
+        # migration with error 1412).
+        with self._read.connect() as conn:
+            up_to_date = migrate.current_revision(conn, schema=self.schema) == (
+                migrate.head_revision()
+            )
+        if not up_to_date:
+            with self._write.begin() as conn:
+                migrate.upgrade(conn, schema=self.schema)
         self._schema_checked = True
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`, on the async engine."""
-        async with self._aengines.current().write.begin() as conn:
-            await conn.run_sync(migrate.upgrade, schema=self.schema)
-        self._schema_checked = True
+        """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
+        (``asyncio.to_thread``), so that the event loop is not blocked and the process's
+        Alembic commands, whose context is process-global, run one at a time from any
+        number of threads and loops (see :func:`.migrate.upgrade`)."""
+        await asyncio.to_thread(self.setup)
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given), and the
@@ -1298,7 +1310,11 @@ def _thread_page(
         raise ValueError(f"offset must be an int >= 0, got {offset!r}")
     cutoff = None
     if idle_for is not None:
-        cutoff = _maintenance.id_at(datetime.now(timezone.utc) - idle_for)
+        try:
+            since = datetime.now(timezone.utc) - idle_for
+        except OverflowError:  # idle for longer than datetime reaches: no thread is
+            since = datetime.min.replace(tzinfo=timezone.utc)
+        cutoff = _maintenance.id_at(since)
     return limit, offset, cutoff
 
 
