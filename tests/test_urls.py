@@ -100,3 +100,21 @@ def test_command_line_refuses_two_slash_sqlite(command: list[str], tmp_path: Pat
     if command[-1] == "--url":  # the command line: one line, exit 2 (a bad URL)
         assert done.returncode == 2
         assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("form", ["{dir}", "sqlite:///{dir}", "{dir}/no/such/dir/x.db"])
+def test_sqlite_path_sqlite_cannot_open_is_refused_at_construction(
+    form: str, tmp_path: Path
+) -> None:
+    # A directory, or a file in a directory that does not exist: SQLite would fail at
+    # the first connection with a raw "unable to open database file".
+    url = form.format(dir=tmp_path)
+    with pytest.raises(DatabaseURLError, match="directory"):
+        SQLAlchemySaver.from_conn_string(url)
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("value", [None, b"sqlite:///x.db", 42])
+def test_a_url_that_is_not_text_is_a_typed_error(value: object) -> None:
+    with pytest.raises(DatabaseURLError, match="must be a str"):
+        SQLAlchemySaver.from_conn_string(value)  # type: ignore[arg-type]

@@ -232,6 +232,11 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             the message names the extra to install. A missing async driver is reported in
             :attr:`EngineURLs.async_missing` instead (the command line needs none).
     """
+    if not isinstance(url_or_path, (str, URL)):
+        raise DatabaseURLError(
+            f"a database URL must be a str or a sqlalchemy URL, got "
+            f"{type(url_or_path).__name__}; {SQLITE_URL_FORMS}"
+        )
     if isinstance(url_or_path, str):
         text = url_or_path.strip()
         if text == ":memory:":
@@ -244,7 +249,7 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
                     f"{text!r} looks like a URL without '//' after its scheme; "
                     f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
                 )
-            path = os.path.abspath(os.path.expanduser(text))
+            path = _sqlite_file(os.path.abspath(os.path.expanduser(text)))
             url = URL.create("sqlite+pysqlite", database=path)
             return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
         if text.startswith("postgres://"):
@@ -278,6 +283,8 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             )
         if url.database in (None, ":memory:"):
             return _memory_urls()
+        if not url.query.get("uri") and not url.database.startswith("file:"):
+            _sqlite_file(url.database)
     family = "mysql" if backend == "mariadb" else backend
     sync_driver, async_driver, async_missing = _pick_drivers(family, driver, url.drivername)
     if family == "mysql" and "charset" not in url.query:
@@ -288,6 +295,28 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         url.set(drivername=f"{backend}+{async_driver}"),
         async_missing=async_missing,
     )
+
+
+def _sqlite_file(path: str) -> str:
+    """``path`` if SQLite can open or create a database file there.
+
+    Raises:
+        DatabaseURLError: It is a directory, or its directory does not exist (SQLite
+            would fail at the first connection with "unable to open database file").
+    """
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise DatabaseURLError(
+            f"{full} is a directory, not a SQLite database file; name a file in it, e.g. "
+            f"sqlite:///{os.path.join(full, 'checkpoints.sqlite')}"
+        )
+    folder = os.path.dirname(full)
+    if not os.path.isdir(folder):
+        raise DatabaseURLError(
+            f"the directory {folder} of the SQLite database {full} does not exist; "
+            "create it first (SQLite creates the file, not its directory)"
+        )
+    return path
 
 
 #: ``scheme:rest`` with no ``//``: a mistyped URL, not a file name (a Windows drive
@@ -320,12 +349,12 @@ def _pick_drivers(family: str, driver: str, drivername: str) -> tuple[str, str, 
 
     def missing(side: str, names: Sequence[str]) -> str:
         named = (
-            f"{drivername}:// serves only one side; the {side} methods"
+            f"{drivername}:// serves only one side; the {side} methods need"
             if driver
-            else f"{drivername}://"
+            else f"{drivername}:// needs"
         )
         return (
-            f"{named} need a {side} {family} driver ({', '.join(names)}) and none is "
+            f"{named} a {side} {family} driver ({', '.join(names)}) and none is "
             f"installed: {_EXTRAS[family]}"
         )
 
