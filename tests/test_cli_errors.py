@@ -173,6 +173,7 @@ READ_ONLY = [
     ["prune", "t0", "--dry-run"],
     ["prune", "t0", "--yes"],
     ["copy-thread", "t0", "t9"],
+    ["stamp", "head"],
 ]
 
 
@@ -445,3 +446,67 @@ def test_output_piped_into_head_ends_quietly(url: str) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert err == "", err
+
+
+# -- hostile arguments and files: argparse errors or one line, never a traceback ----------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["threads", "list", "--limit", "-1"],
+        ["threads", "list", "--offset", "-5"],
+        ["threads", "show", "t0", "--limit", "0"],
+        ["stats", "--top", "-1"],
+        ["threads", "list", "--idle-for", "99999999999d"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_bad_numbers_are_usage_errors(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run(capsys, "upgrade", "--url", url)[0] == 0
+    with pytest.raises(SystemExit) as info:  # argparse's own usage error
+        cli.main([*argv, "--url", url])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "error: argument" in err
+
+
+def test_idle_for_longer_than_any_date_lists_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run(capsys, "upgrade", "--url", url)[0] == 0
+    for argv in (["threads", "list"], ["prune", "--dry-run"]):
+        code, _out, err = run(capsys, *argv, "--idle-for", "999999d", "--url", url)
+        assert code == 0, err
+
+
+def test_import_of_a_binary_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 20)
+    code, _, err = run(capsys, "import", str(junk), "--url", url)
+    assert code == 2
+    assert_one_error_line(err)
+    assert "not UTF-8 text" in err
+
+
+def test_downgrade_refused_for_long_names_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        checkpoint = empty_checkpoint()
+        saver.put({"configurable": {"thread_id": "t" * 300}}, checkpoint, {}, {})
+    code, _, err = run(capsys, "downgrade", "0002_inline_values", "--yes", "--url", url)
+    assert code == 1
+    assert_one_error_line(err)
+    assert "cannot downgrade below 0003_long_names" in err
+    assert run(capsys, "current", "--check", "--url", url)[0] == 0  # nothing changed

@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, migrate
+from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
 from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, configure_engine, resolve_urls
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
@@ -428,7 +428,7 @@ async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Ta
         # A name longer than 0002 holds: the downgrade refuses and changes nothing.
         long_name = "線" * 256
         saver.put(_checkpoint_config(long_name), empty_checkpoint(), {}, {})
-        with pytest.raises(RuntimeError, match="cannot downgrade below 0003_long_names"):
+        with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
             _migrate(target, "down", "0002_inline_values")
         assert _current(target) == HEAD
         check_long = saver.get_tuple(_checkpoint_config(long_name))

@@ -579,3 +579,31 @@ def test_export_import_api_with_official_source(tmp_path: Path) -> None:
         pytest.raises(ExportFormatError, match="unknown export format"),
     ):
         import_threads(dst, fp)
+
+
+def test_copy_refuses_a_thread_too_long_for_us_and_copies_the_others(tmp_path: Path) -> None:
+    """An official SqliteSaver stores any thread id; one over our limit is refused before
+    any of its checkpoints is written, and the copy goes on with the other threads."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    source = tmp_path / "official.sqlite"
+    conn = sqlite3.connect(source, check_same_thread=False)
+    try:
+        official = SqliteSaver(conn)
+        official.setup()
+        for thread_id in ("L" * 300, "X" * 1500, "ok"):
+            checkpoint = empty_checkpoint()
+            config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+            official.put(config, checkpoint, {"source": "input", "step": -1}, {})
+    finally:
+        conn.close()
+    target = f"sqlite:///{tmp_path / 'target.sqlite'}"
+    for _ in range(2):  # a re-run ends the same way, with the same threads copied
+        done = cli("copy", "--from", str(source), "--to", target, "--no-progress")
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "REFUSED thread 'XXXX" in done.stdout
+        assert "limit is 1000" in done.stdout
+    with our_saver(target) as ours:
+        assert {t.thread_id for t in ours.list_threads()} == {"L" * 300, "ok"}

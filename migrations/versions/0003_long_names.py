@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
+from langgraph.checkpoint.sqlalchemy.errors import DowngradeRefusedError
 from langgraph.checkpoint.sqlalchemy.schema import (
     NAME_KEY_LENGTH,
     NAME_KEY_MARKER,
@@ -123,7 +124,7 @@ def downgrade() -> None:
             rows = bind.execute(sa.select(key, full).where(full.is_not(None)).distinct())
             for stored, text in rows:
                 if len(text) > NAME_KEY_LENGTH:
-                    raise RuntimeError(
+                    raise DowngradeRefusedError(
                         f"cannot downgrade below 0003_long_names: a {name} of {len(text)} "
                         f"characters is stored (it starts {text[:40]!r}); revision "
                         f"0002_inline_values holds at most {NAME_KEY_LENGTH}. Delete those "

@@ -32,7 +32,39 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 30d)"
         )
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} is too long (at most 999999999 days)"
+        ) from None
+
+
+def count(text: str) -> int:
+    """A whole number >= 0 (argparse type of ``--limit``, ``--offset``, ``--top``).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a whole number, or negative.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
+def positive(text: str) -> int:
+    """A whole number >= 1 (argparse type of ``threads show --limit``).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a whole number, or less than 1.
+    """
+    value = count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("give 1 or more")
+    return value
 
 
 def _size(n: int) -> str:
@@ -306,14 +338,14 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     ls = tsub.add_parser(
         "list", parents=[common], help="threads, newest activity first (no decoding)"
     )
-    ls.add_argument("--limit", type=int, default=50, help="threads a page (default 50)")
-    ls.add_argument("--offset", type=int, default=0, help="threads skipped (paging)")
+    ls.add_argument("--limit", type=count, default=50, help="threads a page (default 50)")
+    ls.add_argument("--offset", type=count, default=0, help="threads skipped (paging)")
     ls.add_argument("--idle-for", type=duration, help="only threads idle this long (30d, 12h)")
     ls.set_defaults(handler=cmd_threads_list)
     show = tsub.add_parser("show", parents=[common], help="a thread's checkpoint history")
     show.add_argument("thread")
     show.add_argument("--ns", help="only this checkpoint_ns ('' = the root graph)")
-    show.add_argument("--limit", type=int, default=20, help="newest checkpoints (default 20)")
+    show.add_argument("--limit", type=positive, default=20, help="newest checkpoints (default 20)")
     show.add_argument("--checkpoint", help="decode and print this checkpoint's state")
     show.set_defaults(handler=cmd_threads_show)
     rm = tsub.add_parser("delete", parents=[common], help="delete threads (asks first)")
@@ -336,5 +368,5 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     stats = sub.add_parser("stats", parents=[common], help="rows and bytes per table and thread")
     stats.add_argument("--thread", help="only this thread")
-    stats.add_argument("--top", type=int, default=10, help="threads listed (default 10)")
+    stats.add_argument("--top", type=count, default=10, help="threads listed (default 10)")
     stats.set_defaults(handler=cmd_stats)

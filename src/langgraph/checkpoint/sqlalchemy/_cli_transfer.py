@@ -109,11 +109,16 @@ def cmd_copy(args: argparse.Namespace) -> int:
                 f"{m.missing_writes} pending writes are missing (first: {m.first_missing}); "
                 "run the copy again"
             )
-        if not report.mismatches:
+        for r in report.refused:
+            shown = r.thread_id if len(r.thread_id) <= 60 else r.thread_id[:60] + "..."
+            print(f"REFUSED thread {shown!r}, nothing of it copied: {r.reason}")
+        if not report.mismatches and not report.refused:
             print("verified: every checkpoint and pending write of the source is in the target")
+        elif not report.mismatches:
+            print("verified: every other thread's checkpoints and pending writes are in the target")
 
     cli.emit(args, asdict(report), human)
-    return 1 if report.mismatches else 0
+    return 1 if report.mismatches or report.refused else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -116,6 +116,8 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
     """
     try:
         return resolve_urls(url)
+    except errors.DriverNotInstalledError as e:  # the URL is fine: a package is missing
+        raise CommandError(f"{masked(url)} ({option}): {_end(e)}", 2) from e
     except (ValueError, ArgumentError) as e:
         raise CommandError(
             f"bad database URL {masked(url)!r} ({option}): {_end(e)} Valid forms: "
@@ -271,7 +273,8 @@ def cmd_current(args: argparse.Namespace) -> int:
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
-    with schema_connection(args, create=True) as conn:
+    # No new SQLite file: a version table alone would pass "current --check" with no tables.
+    with schema_connection(args) as conn:
         migrate.stamp(conn, args.revision, schema=args.schema)
         current = migrate.current_revision(conn, schema=args.schema)
     emit(args, _revision_json(current), lambda: _revision_line(args, current))

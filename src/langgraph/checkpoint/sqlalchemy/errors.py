@@ -10,6 +10,7 @@ __all__ = [
     "CheckpointHistoryError",
     "CheckpointMetadataError",
     "DatabaseURLError",
+    "DowngradeRefusedError",
     "DriverNotInstalledError",
     "SchemaOutOfDateError",
     "ThreadLockTimeout",
@@ -158,3 +159,9 @@ class DriverNotInstalledError(UnsupportedDriverError, ImportError):
     (sync or async), any driver of its dialect. The message names the extra or package to
     install (``pip install "langgraph-checkpoint-sqlalchemy[postgres]"``). Also an
     ``ImportError``."""
+
+
+class DowngradeRefusedError(RuntimeError):
+    """A schema downgrade would lose data that the older revision cannot hold (for
+    example a thread id longer than 255 characters below ``0003_long_names``). Nothing
+    was changed; the message names what to delete first, or stay at the revision."""

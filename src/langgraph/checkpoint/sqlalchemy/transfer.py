@@ -56,7 +56,8 @@ from sqlalchemy.pool import NullPool
 
 from . import _ops
 from .dialects import resolve_urls
-from .saver import _READ, _WRITE, SQLAlchemySaver
+from .errors import CheckpointConfigError
+from .saver import _READ, _WRITE, SQLAlchemySaver, _namespace, _thread
 from .schema import checkpoints as our_checkpoints
 from .schema import full_name, name_key, stored_full
 from .schema import writes as our_writes
@@ -69,6 +70,7 @@ __all__ = [
     "ExportReport",
     "ImportReport",
     "Mismatch",
+    "Refused",
     "SourceKind",
     "UnknownSourceError",
     "copy_threads",
@@ -130,12 +132,15 @@ class CopyReport:
     """What :func:`copy_threads` did.
 
     Attributes:
-        threads: Threads copied.
+        threads: Threads copied (the refused ones not counted).
         checkpoints_copied: Checkpoints written to the target.
         checkpoints_skipped: Checkpoints the target already had (a re-run).
         writes_copied: Pending writes stored along with the copied checkpoints.
         mismatches: Threads of which a source checkpoint or pending write is not in the
             target after the copy; empty when verified.
+        refused: Source threads our tables cannot hold (a thread id or namespace over
+            the limits, a NUL character, ...), each with the reason: none of their
+            checkpoints was written.
     """
 
     threads: int = 0
@@ -143,6 +148,15 @@ class CopyReport:
     checkpoints_skipped: int = 0
     writes_copied: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+
+
+@dataclass
+class Refused:
+    """A source thread :func:`copy_threads` did not copy: ``thread_id`` and ``reason``."""
+
+    thread_id: str
+    reason: str
 
 
 @dataclass
@@ -696,19 +710,27 @@ def copy_threads(
             stored checkpoints stay; re-run to finish).
 
     Returns:
-        The report; ``mismatches`` lists threads failing verification (nothing is raised
-        for them).
+        The report; ``mismatches`` lists threads failing verification and ``refused``
+        the threads whose thread id or a namespace our tables cannot hold, checked before
+        any of the thread's checkpoints is written (nothing is raised for either: the
+        other threads are copied).
 
     Raises:
         TypeError: ``thread_ids`` is a bare string.
-        CheckpointConfigError: An id too long or otherwise unfit for our tables.
+        CheckpointConfigError: A checkpoint id or channel name unfit for our tables (the
+            thread's checkpoints before it are stored; re-run after fixing the source).
     """
     reader = _Reader(source)
     threads = _chosen_threads(reader, thread_ids)
-    report = CopyReport(threads=len(threads))
+    report = CopyReport()
     handled = 0
     for thread_id in threads:
         keys = reader.keys(thread_id)
+        reason = _unfit(thread_id, keys)
+        if reason is not None:
+            report.refused.append(Refused(thread_id, reason))
+            continue
+        report.threads += 1
         existing = _existing(target, thread_id)
         for ns, checkpoint_id in keys:
             if (ns, checkpoint_id) in existing:
@@ -726,6 +748,18 @@ def copy_threads(
         if mismatch is not None:
             report.mismatches.append(mismatch)
     return report
+
+
+def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
+    """Why our tables cannot hold a thread with these ids (the saver's own checks on
+    thread ids and namespaces), or None."""
+    try:
+        _thread(thread_id)
+        for ns in {ns for ns, _ in keys}:
+            _namespace(ns)
+    except CheckpointConfigError as e:
+        return str(e)
+    return None
 
 
 # -- export / import ------------------------------------------------------------------------
@@ -797,6 +831,24 @@ def export_threads(
             report.checkpoints += 1
             report.writes += len(pending)
     return report
+
+
+def _text_lines(fp: IO[str]) -> Iterator[tuple[str, int]]:
+    """``(line, number)`` of a text file; a file that is not text (not UTF-8) is an
+    :class:`ExportFormatError` naming the line, not a ``UnicodeDecodeError``."""
+    number = 1
+    while True:
+        try:
+            line = fp.readline()
+        except UnicodeDecodeError as e:
+            raise ExportFormatError(
+                f"line {number}: not UTF-8 text ({e.reason}): not an export of "
+                "langgraph-checkpoint-sqlalchemy"
+            ) from None
+        if not line:
+            return
+        yield line, number
+        number += 1
 
 
 def _check_header(line: str) -> None:
@@ -873,10 +925,11 @@ def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
         ExportFormatError: Not an export file, an unknown format or version, or a bad
             line (checkpoints before that line are imported).
     """
-    _check_header(fp.readline())
+    lines = _text_lines(fp)
+    _check_header(next(lines, ("", 1))[0])
     report = ImportReport()
     existing: dict[str, set[tuple[str, str]]] = {}
-    for number, line in enumerate(fp, start=2):
+    for line, number in lines:
         if not line.strip():
             continue
         thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = _parse_record(
