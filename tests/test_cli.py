@@ -175,6 +175,11 @@ def test_schema_commands_stamp_and_offline_sql(url: str) -> None:
         assert not Path(url[len("sqlite:///") :]).exists()
     else:
         assert json.loads(run_cli("current", "--json", url=url).stdout)["revision"] is None
+    if url.startswith("sqlite:///"):
+        # stamp records a revision in an existing database; it creates no SQLite file
+        refused = run_cli("stamp", "0001_initial", url=url)
+        assert refused.returncode == 1 and "no database at" in refused.stderr
+        Path(url[len("sqlite:///") :]).touch()
     stamped = run_cli("stamp", "0001_initial", "--json", url=url)
     assert stamped.returncode == 0, stamped.stderr
     assert json.loads(stamped.stdout)["revision"] == "0001_initial"

@@ -510,3 +510,17 @@ def test_downgrade_refused_for_long_names_is_one_line(
     assert_one_error_line(err)
     assert "cannot downgrade below 0003_long_names" in err
     assert run(capsys, "current", "--check", "--url", url)[0] == 0  # nothing changed
+
+
+@pytest.mark.parametrize("argv", [["upgrade"], ["import", "{dump}"]], ids=["upgrade", "import"])
+def test_sqlite_file_in_a_missing_directory_is_one_line(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text('{"format": "langgraph-checkpoint-sqlalchemy/jsonl", "version": 1}\n')
+    url = f"sqlite:///{tmp_path / 'no' / 'such' / 'db.sqlite'}"
+    code, _, err = run(capsys, *[a.format(dump=dump) for a in argv], "--url", url)
+    assert code == 1
+    assert_one_error_line(err)
+    assert "create the directory first" in err
+    assert not (tmp_path / "no").exists()

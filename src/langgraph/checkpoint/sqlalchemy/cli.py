@@ -147,14 +147,37 @@ def require_database(url: str, option: str = "--url") -> None:
         )
 
 
+def require_folder(url: str, option: str = "--url") -> None:
+    """Refuse a SQLite file whose directory does not exist (SQLite creates the file, not
+    its directory: it would fail with "unable to open database file").
+
+    Raises:
+        CommandError: No such directory (exit code 1), or a bad URL (2).
+    """
+    sync = resolve(url, option).sync
+    if sync.get_backend_name() != "sqlite" or sync.query.get("uri"):
+        return
+    path = sync.database or ""
+    if path and path != ":memory:" and not path.startswith("file:"):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise CommandError(
+                f"no directory {folder} for the SQLite database {os.path.abspath(path)} "
+                f"({option} {masked(url)}): create the directory first",
+                1,
+            )
+
+
 @contextmanager
 def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iterator[Connection]:
     """A write transaction on ``--url`` for schema commands (no saver, no schema check).
 
-    ``create``: a SQLite file that does not exist may be created (``upgrade``, ``stamp``);
-    else it is refused (see :func:`require_database`).
+    ``create``: a SQLite file that does not exist may be created (``upgrade``); else it
+    is refused (see :func:`require_database`).
     """
-    if not create:
+    if create:
+        require_folder(args.url)
+    else:
         require_database(args.url)
     args.url_in_use = args.url
     engine = create_engine(resolve(args.url).sync, poolclass=NullPool)
@@ -179,7 +202,7 @@ def open_saver(
 
     url = url or args.url
     if create:
-        resolve(url, option)
+        require_folder(url, option)
     else:
         require_database(url, option)
     args.url_in_use = url

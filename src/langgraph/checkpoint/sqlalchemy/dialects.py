@@ -298,23 +298,18 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
 
 
 def _sqlite_file(path: str) -> str:
-    """``path`` if SQLite can open or create a database file there.
+    """``path`` unless it is a directory (SQLite would fail at the first connection with
+    "unable to open database file"). A missing directory is not refused: it may be made
+    before the first connection.
 
     Raises:
-        DatabaseURLError: It is a directory, or its directory does not exist (SQLite
-            would fail at the first connection with "unable to open database file").
+        DatabaseURLError: ``path`` is a directory.
     """
     full = os.path.abspath(path)
     if os.path.isdir(full):
         raise DatabaseURLError(
             f"{full} is a directory, not a SQLite database file; name a file in it, e.g. "
             f"sqlite:///{os.path.join(full, 'checkpoints.sqlite')}"
-        )
-    folder = os.path.dirname(full)
-    if not os.path.isdir(folder):
-        raise DatabaseURLError(
-            f"the directory {folder} of the SQLite database {full} does not exist; "
-            "create it first (SQLite creates the file, not its directory)"
         )
     return path
 
