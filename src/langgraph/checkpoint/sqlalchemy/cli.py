@@ -127,6 +127,22 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
         ) from e
 
 
+def _sqlite_file(url: str, option: str) -> str | None:
+    """The absolute path of the SQLite file ``url`` names; None for another database, an
+    in-memory one or a ``file:`` URI (their paths are SQLite's to read).
+
+    Raises:
+        CommandError: A bad URL (exit code 2).
+    """
+    sync = resolve(url, option).sync
+    if sync.get_backend_name() != "sqlite" or sync.query.get("uri"):
+        return None
+    path = sync.database or ""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return os.path.abspath(path)
+
+
 def require_database(url: str, option: str = "--url") -> None:
     """Refuse a SQLite path that does not exist, creating nothing: for commands that only
     read (or change existing threads), an absent file is "not found", not a new database.
@@ -134,13 +150,10 @@ def require_database(url: str, option: str = "--url") -> None:
     Raises:
         CommandError: No file at the path (exit code 1), or a bad URL (2).
     """
-    sync = resolve(url, option).sync
-    if sync.get_backend_name() != "sqlite" or sync.query.get("uri"):
-        return
-    path = sync.database or ""
-    if path and path != ":memory:" and not path.startswith("file:") and not os.path.exists(path):
+    path = _sqlite_file(url, option)
+    if path is not None and not os.path.exists(path):
         raise CommandError(
-            f"no database at {os.path.abspath(path)} ({option} {masked(url)}): nothing was "
+            f"no database at {path} ({option} {masked(url)}): nothing was "
             "created. Check the path, or create the tables there with: "
             f"langgraph-checkpoint-sqlalchemy upgrade --url {masked(url)}",
             1,
@@ -154,18 +167,13 @@ def require_folder(url: str, option: str = "--url") -> None:
     Raises:
         CommandError: No such directory (exit code 1), or a bad URL (2).
     """
-    sync = resolve(url, option).sync
-    if sync.get_backend_name() != "sqlite" or sync.query.get("uri"):
-        return
-    path = sync.database or ""
-    if path and path != ":memory:" and not path.startswith("file:"):
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise CommandError(
-                f"no directory {folder} for the SQLite database {os.path.abspath(path)} "
-                f"({option} {masked(url)}): create the directory first",
-                1,
-            )
+    path = _sqlite_file(url, option)
+    if path is not None and not os.path.isdir(os.path.dirname(path)):
+        raise CommandError(
+            f"no directory {os.path.dirname(path)} for the SQLite database {path} "
+            f"({option} {masked(url)}): create the directory first",
+            1,
+        )
 
 
 @contextmanager

@@ -115,7 +115,24 @@ BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"
 JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
-class KeyText(TypeDecorator[str]):
+class _Utf8Text(TypeDecorator[str]):
+    """Text stored as UTF-8 bytes on MySQL/MariaDB (binary column types there, compared
+    byte for byte), as text elsewhere."""
+
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if value is not None and dialect.name in ("mysql", "mariadb"):
+            return value.encode("utf-8")
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8")
+        return value  # type: ignore[no-any-return]
+
+
+class KeyText(_Utf8Text):
     """Text of an identifier column (thread id, namespace, checkpoint id, channel, ...).
 
     ``VARCHAR(length)`` everywhere but MySQL/MariaDB, where it is
@@ -139,16 +156,6 @@ class KeyText(TypeDecorator[str]):
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(mysql.VARBINARY(4 * self.length))
         return dialect.type_descriptor(String(self.length))
-
-    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
-        if value is not None and dialect.name in ("mysql", "mariadb"):
-            return value.encode("utf-8")
-        return value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
-        if isinstance(value, (bytes, bytearray)):
-            return bytes(value).decode("utf-8")
-        return value  # type: ignore[no-any-return]
 
 
 class StoredKey(str):
@@ -211,7 +218,7 @@ class NameKey(KeyText):
         return None if text is None else StoredKey(text)
 
 
-class FullName(TypeDecorator[str]):
+class FullName(_Utf8Text):
     """The full text of a long ``thread_id``/``checkpoint_ns`` (``<name>_full``).
 
     TEXT, but a BLOB of UTF-8 on MySQL/MariaDB, which then compares byte for byte as
@@ -225,16 +232,6 @@ class FullName(TypeDecorator[str]):
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(mysql.BLOB())
         return Text()  # not adapted: psycopg's String adaptation would render VARCHAR
-
-    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
-        if value is not None and dialect.name in ("mysql", "mariadb"):
-            return value.encode("utf-8")
-        return value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
-        if isinstance(value, (bytes, bytearray)):
-            return bytes(value).decode("utf-8")
-        return value  # type: ignore[no-any-return]
 
 
 metadata = MetaData()

@@ -57,7 +57,7 @@ from sqlalchemy.pool import NullPool
 from . import _ops
 from .dialects import resolve_urls
 from .errors import CheckpointConfigError
-from .saver import _READ, _WRITE, SQLAlchemySaver, _namespace, _thread
+from .saver import _READ, _WRITE, SQLAlchemySaver, _config, _namespace, _thread
 from .schema import checkpoints as our_checkpoints
 from .schema import full_name, name_key, stored_full
 from .schema import writes as our_writes
@@ -293,7 +293,7 @@ class _Reader:
         if self.tables is None:
             found: Counter[tuple[str, str, str, str]] = Counter()
             for ns, checkpoint_id in keys:
-                tup = self.saver.get_tuple(_checkpoint_config(thread_id, ns, checkpoint_id))
+                tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
                     found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
             return found
@@ -308,14 +308,7 @@ class _Reader:
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
     ) -> tuple[CheckpointTuple, list[_Write]]:
-        config: RunnableConfig = {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        }
-        tup = self.saver.get_tuple(config)
+        tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
         if tup is None:
             raise LookupError(f"checkpoint {thread_id}/{ns!r}/{checkpoint_id} vanished")
         if self.tables is None:
@@ -350,16 +343,6 @@ class _Reader:
 
 def _thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
-
-
-def _checkpoint_config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
 
 
 #: Checkpoints (or thread ids) per verification query: bounds memory and the size of
