@@ -16,6 +16,7 @@ from alembic import context
 from sqlalchemy import Connection, MetaData, Table, create_engine, inspect
 from sqlalchemy.pool import NullPool
 
+from langgraph.checkpoint.sqlalchemy._engines import url_from_env
 from langgraph.checkpoint.sqlalchemy.dialects import (
     WRITE_OPTION,
     QueryBuilder,
@@ -35,12 +36,7 @@ schema = (
 
 
 def _url() -> str:
-    return (
-        config.attributes.get("url")
-        or x_args.get("url")
-        or os.environ.get("LANGGRAPH_CHECKPOINT_URL")
-        or "sqlite:///checkpoints.sqlite"
-    )
+    return config.attributes.get("url") or x_args.get("url") or url_from_env()
 
 
 def _run(connection: Connection) -> None:

@@ -37,11 +37,11 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import NullPool
 
 from . import errors, migrate
+from ._engines import DEFAULT_URL, url_from_env
 from .dialects import WRITE_OPTION, EngineURLs, configure_engine, resolve_urls
 
 __all__ = ["main"]
 
-DEFAULT_URL = "sqlite:///checkpoints.sqlite"
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -349,7 +349,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--url",
-        default=os.environ.get("LANGGRAPH_CHECKPOINT_URL", DEFAULT_URL),
+        default=url_from_env(),
         help="database URL or SQLite path (default: $LANGGRAPH_CHECKPOINT_URL, else "
         f"{DEFAULT_URL})",
     )

@@ -14,11 +14,11 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ._engines import url_from_env
 from .saver import SQLAlchemySaver
 
 __all__ = ["checkpointer"]
 
-DEFAULT_URL = "sqlite:///checkpoints.sqlite"
 _NO = {"0", "false", "no", "off"}
 
 
@@ -40,7 +40,7 @@ async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
         SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
             at the revision this version needs.
     """
-    url = os.environ.get("LANGGRAPH_CHECKPOINT_URL") or DEFAULT_URL
+    url = url_from_env()
     schema = os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA") or None
     async with SQLAlchemySaver.from_conn_string(url, schema=schema) as saver:
         if os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower() not in _NO:

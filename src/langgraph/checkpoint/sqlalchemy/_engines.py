@@ -1,0 +1,28 @@
+"""Where the saver's database is and how its engines are made.
+
+The one default database URL of the package (the saver's server factory, the CLI and
+Alembic's ``env.py`` all read it from here).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["DEFAULT_URL", "URL_ENV", "url_from_env"]
+
+#: The database used when neither an argument nor :data:`URL_ENV` names one: an embedded
+#: SQLite file in the working directory.
+DEFAULT_URL = "sqlite:///checkpoints.sqlite"
+
+#: The environment variable that names the database URL.
+URL_ENV = "LANGGRAPH_CHECKPOINT_URL"
+
+
+def url_from_env() -> str:
+    """The database URL from the environment.
+
+    Returns:
+        ``$LANGGRAPH_CHECKPOINT_URL`` when it is set and not empty, else
+        :data:`DEFAULT_URL`.
+    """
+    return os.environ.get(URL_ENV) or DEFAULT_URL
