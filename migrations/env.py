@@ -16,13 +16,8 @@ from alembic import context
 from sqlalchemy import Connection, MetaData, Table, create_engine, inspect
 from sqlalchemy.pool import NullPool
 
-from langgraph.checkpoint.sqlalchemy._engines import url_from_env
-from langgraph.checkpoint.sqlalchemy.dialects import (
-    WRITE_OPTION,
-    QueryBuilder,
-    configure_engine,
-    resolve_urls,
-)
+from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_urls, url_from_env
+from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, query_builder
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE, metadata
 
 config = context.config
@@ -40,7 +35,7 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    qb = QueryBuilder(connection.dialect.name)
+    qb = query_builder(connection.dialect.name)
     with qb.migration_lock(connection):
         qb.ensure_schema(connection, schema)
         qb.ensure_version_table(connection, VERSION_TABLE, schema)

@@ -29,7 +29,7 @@ from langgraph.checkpoint.sqlalchemy import (
     SQLAlchemySaver,
     UnsupportedDriverError,
 )
-from langgraph.checkpoint.sqlalchemy.dialects import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
 from .conftest import BACKENDS, _drop_mariadb_database
 from .doors import Door

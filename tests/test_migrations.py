@@ -41,7 +41,8 @@ from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
 from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
-from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, configure_engine, resolve_urls
+from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_urls
+from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 
 from .conftest import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL

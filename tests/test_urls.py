@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy.dialects import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
 REPO = Path(__file__).resolve().parents[1]
 FORMS = ("sqlite:///relative.db", "sqlite:////abs/path.db", ":memory:")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
-from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import (
     BINARY,
     JSON_DOCUMENT,
@@ -48,7 +48,7 @@ def _has_index(table: str, name: str) -> bool:
 
 def _pk_name(name: str) -> str | None:
     # MySQL/MariaDB call every primary key PRIMARY and warn about any other name.
-    return QueryBuilder(op.get_context().dialect.name).primary_key_name(name)
+    return query_builder(op.get_context().dialect.name).primary_key_name(name)
 
 
 def upgrade() -> None:

@@ -11,41 +11,10 @@ with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
 
 from __future__ import annotations
 
+from . import errors
 from ._maintenance import ThreadInfo
-from .dialects import UnsupportedDialectError, ValueTooLargeError
-from .errors import (
-    CheckpointConfigError,
-    CheckpointConflictError,
-    CheckpointConnectionError,
-    CheckpointDecodeError,
-    CheckpointHistoryError,
-    CheckpointMetadataError,
-    DatabaseURLError,
-    DowngradeRefusedError,
-    DriverNotInstalledError,
-    SchemaOutOfDateError,
-    ThreadLockTimeout,
-    ThreadNotEmptyError,
-    UnsupportedDriverError,
-)
+from .errors import *  # noqa: F403  (every typed error: errors.__all__)
 from .saver import SQLAlchemySaver
 
-__all__ = [
-    "CheckpointConfigError",
-    "CheckpointConflictError",
-    "CheckpointConnectionError",
-    "CheckpointDecodeError",
-    "CheckpointHistoryError",
-    "CheckpointMetadataError",
-    "DatabaseURLError",
-    "DowngradeRefusedError",
-    "DriverNotInstalledError",
-    "SQLAlchemySaver",
-    "SchemaOutOfDateError",
-    "ThreadInfo",
-    "ThreadLockTimeout",
-    "ThreadNotEmptyError",
-    "UnsupportedDialectError",
-    "UnsupportedDriverError",
-    "ValueTooLargeError",
-]
+__all__ = ["SQLAlchemySaver", "ThreadInfo"]
+__all__ += errors.__all__

@@ -1,14 +1,43 @@
 """Where the saver's database is and how its engines are made.
 
 The one default database URL of the package (the saver's server factory, the CLI and
-Alembic's ``env.py`` all read it from here).
+Alembic's ``env.py`` all read it from here); :func:`resolve_urls`, which maps a URL or a
+SQLite path to the sync and async engine URLs (the drivers of each dialect come from its
+query builder class in :mod:`.dialects`); and :func:`configure_engine`, the per-dialect
+connection set-up of a new engine.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["DEFAULT_URL", "URL_ENV", "url_from_env"]
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from .dialects import DIALECTS, QueryBuilder
+from .dialects.sqlite import MEMDB_PREFIX
+from .errors import (
+    DatabaseURLError,
+    DriverNotInstalledError,
+    UnsupportedDialectError,
+    UnsupportedDriverError,
+)
+
+__all__ = [
+    "DEFAULT_URL",
+    "SQLITE_URL_FORMS",
+    "URL_ENV",
+    "EngineURLs",
+    "configure_engine",
+    "resolve_urls",
+    "url_from_env",
+]
 
 #: The database used when neither an argument nor :data:`URL_ENV` names one: an embedded
 #: SQLite file in the working directory.
@@ -26,3 +55,248 @@ def url_from_env() -> str:
         :data:`DEFAULT_URL`.
     """
     return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+#: The URL forms of a SQLite database, quoted by every refusal of one.
+SQLITE_URL_FORMS = (
+    "valid forms: sqlite:///relative.db (three slashes: a path relative to the working "
+    "directory), sqlite:////abs/path.db (four: an absolute path), a bare file path, or "
+    ":memory: (also sqlite:// and sqlite:///:memory:) for an in-memory database"
+)
+
+
+@dataclass(frozen=True)
+class EngineURLs:
+    """The pair of URLs a saver builds its engines from.
+
+    Attributes:
+        sync: URL of the sync engine (``sqlite+pysqlite``, ``postgresql+psycopg``, ...).
+        async_: URL of the async engine (``sqlite+aiosqlite``, ``postgresql+psycopg``, ...).
+        memory: For SQLite ``:memory:``, the URI of the shared in-memory database that both
+            engines open (SQLite's ``memdb`` VFS); the saver keeps one connection to it open
+            so that the database lives as long as the saver. ``None`` otherwise.
+        async_missing: Why no async driver is installed for the URL, or None. Sync-only
+            users (the command line, Alembic) go on; the saver raises it
+            (:meth:`require_async`).
+    """
+
+    sync: URL
+    async_: URL
+    memory: str | None = None
+    async_missing: str | None = None
+
+    def require_async(self) -> None:
+        """Raise :class:`DriverNotInstalledError` if no async driver is installed."""
+        if self.async_missing is not None:
+            raise DriverNotInstalledError(self.async_missing)
+
+
+def _memory_urls() -> EngineURLs:
+    # One named in-memory database per saver, shared by every connection of the process
+    # that names it (memdb VFS, SQLite >= 3.36), with ordinary locking, unlike
+    # ``cache=shared``.
+    name = f"{MEMDB_PREFIX}{uuid.uuid4().hex}?vfs=memdb"
+    sync_url = make_url(f"sqlite+pysqlite:///{name}&uri=true")
+    return EngineURLs(sync_url, sync_url.set(drivername="sqlite+aiosqlite"), name)
+
+
+def resolve_urls(url_or_path: str | URL) -> EngineURLs:
+    """Map a database URL or a SQLite file path to a sync and an async engine URL.
+
+    SQLite: ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` and a bare path give
+    ``sqlite+pysqlite`` and ``sqlite+aiosqlite`` on that file; ``:memory:``, ``sqlite://``
+    and ``sqlite:///:memory:`` (SQLAlchemy's own spellings of an in-memory database) give
+    one in-memory database shared by both engines. PostgreSQL: ``postgresql://`` and
+    ``postgres://`` give psycopg 3 for both sides; MySQL/MariaDB: ``mysql://`` and
+    ``mariadb://`` give PyMySQL and asyncmy. A URL naming a driver keeps it for the side(s)
+    it serves; the other side takes the first installed driver of the dialect
+    (the dialect's ``sync_drivers`` and ``async_drivers``).
+
+    Args:
+        url_or_path: A SQLAlchemy URL (string or ``URL``) or a SQLite file path.
+
+    Returns:
+        The URLs of both engines.
+
+    Raises:
+        DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise than it looks:
+            ``sqlite://relative.db`` (a host on SQLite), ``sqlite:///`` or ``""`` (no
+            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL. The message lists
+            the valid forms.
+        UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
+            mariadb.
+        UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).
+        DriverNotInstalledError: The driver named, or any sync driver, is not installed;
+            the message names the extra to install. A missing async driver is reported in
+            :attr:`EngineURLs.async_missing` instead (the command line needs none).
+    """
+    if not isinstance(url_or_path, (str, URL)):
+        raise DatabaseURLError(
+            f"a database URL must be a str or a sqlalchemy URL, got "
+            f"{type(url_or_path).__name__}; {SQLITE_URL_FORMS}"
+        )
+    if isinstance(url_or_path, str):
+        text = url_or_path.strip()
+        if text == ":memory:":
+            return _memory_urls()
+        if not text:
+            raise DatabaseURLError(f"empty database URL; {SQLITE_URL_FORMS}")
+        if "://" not in text:
+            if _scheme_without_slashes(text):
+                raise DatabaseURLError(
+                    f"{text!r} looks like a URL without '//' after its scheme; "
+                    f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
+                )
+            path = _sqlite_file(os.path.abspath(os.path.expanduser(text)))
+            url = URL.create("sqlite+pysqlite", database=path)
+            return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
+        text = _unalias(text)
+        try:
+            url = make_url(text)
+        except ArgumentError as e:
+            raise DatabaseURLError(
+                f"cannot parse the database URL: {e}; {SQLITE_URL_FORMS}"
+            ) from None
+    else:
+        url = url_or_path
+    backend, _, driver = url.drivername.partition("+")
+    dialect = DIALECTS.get(backend)
+    if dialect is None:
+        raise UnsupportedDialectError(
+            f"Unsupported database URL scheme {url.drivername!r}: use sqlite://, "
+            "postgresql:// or mysql:// (mariadb://)."
+        )
+    if backend == "sqlite":
+        if url.host or url.port or url.username or url.password:
+            # SQLAlchemy's pysqlite refuses these at connect; the part after '//' is a host
+            where = url.render_as_string(hide_password=True)
+            raise DatabaseURLError(
+                f"{where!r} is not a SQLite URL: the text after 'sqlite://' is read as a "
+                f"host, not a file (SQLAlchemy refuses it); {SQLITE_URL_FORMS}"
+            )
+        if url.database == "":
+            raise DatabaseURLError(
+                f"'sqlite:///' names no file (SQLAlchemy would open an in-memory database "
+                f"and lose it at exit); {SQLITE_URL_FORMS}"
+            )
+        if url.database in (None, ":memory:"):
+            return _memory_urls()
+        if not url.query.get("uri") and not url.database.startswith("file:"):
+            _sqlite_file(url.database)
+    sync_driver, async_driver, async_missing = _pick_drivers(dialect, driver, url.drivername)
+    defaults = {k: v for k, v in dialect.url_query.items() if k not in url.query}
+    if defaults:
+        url = url.update_query_dict(defaults)
+    return EngineURLs(
+        url.set(drivername=f"{backend}+{sync_driver}"),
+        url.set(drivername=f"{backend}+{async_driver}"),
+        async_missing=async_missing,
+    )
+
+
+def _sqlite_file(path: str) -> str:
+    """``path`` unless it is a directory (SQLite would fail at the first connection with
+    "unable to open database file"). A missing directory is not refused: it may be made
+    before the first connection.
+
+    Raises:
+        DatabaseURLError: ``path`` is a directory.
+    """
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise DatabaseURLError(
+            f"{full} is a directory, not a SQLite database file; name a file in it, e.g. "
+            f"sqlite:///{os.path.join(full, 'checkpoints.sqlite')}"
+        )
+    return path
+
+
+def _scheme_without_slashes(text: str) -> bool:
+    """Whether ``text`` is ``scheme:rest`` with no ``//`` for a known scheme: a mistyped
+    URL, not a file name (a Windows drive letter has a one-letter scheme)."""
+    schemes = [*DIALECTS, *(a for d in DIALECTS.values() for a in d.url_aliases)]
+    pattern = "|".join(re.escape(s) for s in sorted(schemes, key=len, reverse=True))
+    return re.match(rf"^({pattern})(\+\w+)?:", text) is not None
+
+
+def _unalias(text: str) -> str:
+    """``text`` with a scheme alias (``postgres://``) spelled as its dialect's name."""
+    for name, dialect in DIALECTS.items():
+        for alias in dialect.url_aliases:
+            if text.startswith(f"{alias}://"):
+                return f"{name}://" + text[len(f"{alias}://") :]
+    return text
+
+
+def _pick_drivers(
+    dialect: type[QueryBuilder], driver: str, drivername: str
+) -> tuple[str, str, str | None]:
+    """``(sync driver, async driver, why the async one is missing or None)`` for a URL of
+    ``dialect`` naming ``driver`` (or none): the named driver serves the side(s) it can,
+    the first installed candidate the other side."""
+    family = dialect.family
+    if driver in dialect.refused_drivers:
+        raise UnsupportedDriverError(
+            f"{drivername}:// is not supported: {dialect.refused_drivers[driver]}"
+        )
+    sync_ok, async_ok = dialect.sync_drivers, dialect.async_drivers
+    if driver and driver not in sync_ok and driver not in async_ok:
+        raise UnsupportedDriverError(
+            f"{drivername}:// names a driver this saver does not support; use one of "
+            + ", ".join(f"{family}+{d}" for d in dict.fromkeys(sync_ok + async_ok))
+        )
+    if driver:
+        module, fix = dialect.driver_modules[driver]
+        if not _importable(module):
+            raise DriverNotInstalledError(
+                f"{drivername}:// needs the {module!r} module, which is not installed: {fix}"
+            )
+    sync_driver = driver if driver in sync_ok else _first_installed(dialect, sync_ok)
+    async_driver = driver if driver in async_ok else _first_installed(dialect, async_ok)
+
+    def missing(side: str, names: Sequence[str]) -> str:
+        named = (
+            f"{drivername}:// serves only one side; the {side} methods need"
+            if driver
+            else f"{drivername}:// needs"
+        )
+        return (
+            f"{named} a {side} {family} driver ({', '.join(names)}) and none is "
+            f"installed: {dialect.extra}"
+        )
+
+    if sync_driver is None:
+        raise DriverNotInstalledError(missing("sync", sync_ok))
+    if async_driver is None:
+        return sync_driver, async_ok[0], missing("async", async_ok)
+    return sync_driver, async_driver, None
+
+
+def _first_installed(dialect: type[QueryBuilder], drivers: Sequence[str]) -> str | None:
+    return next((d for d in drivers if _importable(dialect.driver_modules[d][0])), None)
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def configure_engine(engine: Engine) -> None:
+    """Install the per-dialect connection set-up on a sync engine (idempotent).
+
+    The dialect's query builder class does it (``QueryBuilder.configure``). On SQLite:
+    ``busy_timeout`` of 30 s, WAL journal (file databases), ``synchronous = NORMAL``, and
+    explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes) so that every transaction, DDL
+    included, is a real SQLite transaction. On MySQL/MariaDB: a recursive-CTE limit
+    (``dialects.mysql.MYSQL_RECURSION_LIMIT``) that lets long parent chains be walked.
+    PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
+
+    Args:
+        engine: The engine to configure.
+    """
+    dialect = DIALECTS.get(engine.dialect.name)
+    if dialect is not None:
+        dialect.configure(engine)

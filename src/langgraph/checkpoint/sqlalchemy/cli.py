@@ -37,8 +37,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import NullPool
 
 from . import errors, migrate
-from ._engines import DEFAULT_URL, url_from_env
-from .dialects import WRITE_OPTION, EngineURLs, configure_engine, resolve_urls
+from ._engines import DEFAULT_URL, EngineURLs, configure_engine, resolve_urls, url_from_env
+from .dialects import WRITE_OPTION
 
 __all__ = ["main"]
 

@@ -1,4 +1,7 @@
-"""Typed errors of the saver. Each message says what to do."""
+"""Every typed error of the package. Each message says what to do.
+
+The package root re-exports all of them (its ``__all__`` takes this module's).
+"""
 
 from __future__ import annotations
 
@@ -15,8 +18,16 @@ __all__ = [
     "SchemaOutOfDateError",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
+    "UnsupportedDialectError",
     "UnsupportedDriverError",
+    "ValueTooLargeError",
 ]
+
+
+def _identify(error: Exception, thread_id: str, checkpoint_ns: str, **more: str | None) -> None:
+    """Keep on ``error`` the thread, namespace and other identifiers its message names
+    (the documented attributes of the errors about one checkpoint)."""
+    vars(error).update(thread_id=thread_id, checkpoint_ns=checkpoint_ns, **more)
 
 
 class CheckpointConfigError(ValueError):
@@ -80,6 +91,11 @@ class CheckpointConflictError(RuntimeError):
         newest_checkpoint_id: The newest checkpoint found instead.
     """
 
+    thread_id: str
+    checkpoint_ns: str
+    parent_checkpoint_id: str | None
+    newest_checkpoint_id: str
+
     def __init__(
         self, thread_id: str, checkpoint_ns: str, parent_id: str | None, newest_id: str
     ) -> None:
@@ -89,10 +105,13 @@ class CheckpointConflictError(RuntimeError):
             "written by another run since this one started. Nothing was stored; re-run from "
             "the latest state or serialise runs with saver.lock_thread(thread_id)."
         )
-        self.thread_id = thread_id
-        self.checkpoint_ns = checkpoint_ns
-        self.parent_checkpoint_id = parent_id
-        self.newest_checkpoint_id = newest_id
+        _identify(
+            self,
+            thread_id,
+            checkpoint_ns,
+            parent_checkpoint_id=parent_id,
+            newest_checkpoint_id=newest_id,
+        )
 
 
 class CheckpointDecodeError(ValueError):
@@ -110,6 +129,11 @@ class CheckpointDecodeError(ValueError):
             or ``"inline_values"``.
     """
 
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    part: str
+
     def __init__(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, part: str, cause: str
     ) -> None:
@@ -118,10 +142,7 @@ class CheckpointDecodeError(ValueError):
             f"namespace {checkpoint_ns!r}): {cause}. The row is damaged, forged, or was "
             "written with another serializer or key; delete the checkpoint or restore it."
         )
-        self.thread_id = thread_id
-        self.checkpoint_ns = checkpoint_ns
-        self.checkpoint_id = checkpoint_id
-        self.part = part
+        _identify(self, thread_id, checkpoint_ns, checkpoint_id=checkpoint_id, part=part)
 
 
 class CheckpointConnectionError(ConnectionError):
@@ -165,3 +186,16 @@ class DowngradeRefusedError(RuntimeError):
     """A schema downgrade would lose data that the older revision cannot hold (for
     example a thread id longer than 255 characters below ``0003_long_names``). Nothing
     was changed; the message names what to delete first, or stay at the revision."""
+
+
+class ValueTooLargeError(ValueError):
+    """A value (channel value or pending write) larger than the database accepts in one
+    statement. Nothing of the call that raised it was stored; the message names the
+    server setting to raise."""
+
+
+class UnsupportedDialectError(DatabaseURLError):
+    """Raised for a database URL whose dialect the query builder does not know.
+
+    Supported: ``sqlite``, ``postgresql`` (``postgres``) and ``mysql``/``mariadb``.
+    """

@@ -45,9 +45,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, _strict, migrate
+from ._canonical import canonical_json
+from ._engines import configure_engine, resolve_urls
 from ._loops import PerLoopEngines
 from ._maintenance import ThreadInfo
-from .dialects import WRITE_OPTION, QueryBuilder, canonical_json, configure_engine, resolve_urls
+from .dialects import WRITE_OPTION, query_builder
 from .errors import (
     CheckpointConfigError,
     CheckpointConnectionError,
@@ -306,7 +308,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         options: dict[str, Any] = {}
         if schema:
             options["schema_translate_map"] = {None: schema}
-        self._qb = qb = QueryBuilder(engine.dialect.name)
+        self._qb = qb = query_builder(engine.dialect.name)
         self._read = engine.execution_options(**options)
         self._read_one = engine.execution_options(**options, **qb.one_statement_read_options)
         self._write = engine.execution_options(**options, **{WRITE_OPTION: True})

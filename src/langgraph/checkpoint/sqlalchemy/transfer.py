@@ -55,7 +55,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from . import _ops
-from .dialects import resolve_urls
+from ._engines import resolve_urls
 from .errors import CheckpointConfigError
 from .saver import _READ, _WRITE, SQLAlchemySaver, _config, _namespace, _thread
 from .schema import checkpoints as our_checkpoints

@@ -1,0 +1,299 @@
+"""The query builder's base class: the portable behaviour, and what a dialect must add.
+
+:class:`QueryBuilder` holds every statement and setting the saver asks of a dialect,
+with portable SQLAlchemy Core (or the behaviour most dialects share) as the default. Each
+dialect family subclasses it in a module of its own (:mod:`.sqlite`, :mod:`.postgresql`,
+:mod:`.mysql`), overriding only what differs there, and is registered by dialect name in
+:mod:`langgraph.checkpoint.sqlalchemy.dialects`. The abstract members (the insert
+construct, JSON key lookups, the locks) have no portable form: every family provides
+them. The model is Alembic's ``DefaultImpl`` (``alembic/ddl/impl.py``) and its
+per-dialect subclasses.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from sqlalchemy import Connection, Engine, Table, bindparam, tuple_
+from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateSchema
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ColumnElement
+
+from .._canonical import json_string, json_text
+from ..errors import ValueTooLargeError
+
+__all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "QueryBuilder"]
+
+#: Execution option that marks a transaction that will write. SQLite opens it with
+#: ``BEGIN IMMEDIATE`` so that a read-then-write transaction never fails to upgrade its
+#: lock; other dialects ignore it.
+WRITE_OPTION = "lgsa_write"
+#: Execution option: read without an explicit transaction on SQLite (no ``BEGIN``).
+NO_TRANSACTION_OPTION = "lgsa_no_transaction"
+
+
+class QueryBuilder(ABC):
+    """Builds the dialect-specific statements of the saver.
+
+    One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`
+    from the dialect name of its engines. Every statement it returns is a SQLAlchemy
+    construct with bound parameters, so SQLAlchemy's compiled statement cache serves
+    repeated calls.
+
+    The class attributes below describe the dialect family's drivers (read by
+    :func:`langgraph.checkpoint.sqlalchemy._engines.resolve_urls`) and its settings; the
+    methods are the portable defaults, overridden where a dialect differs.
+    """
+
+    #: Name of the family in messages and driver names (``mysql`` for MariaDB too).
+    family: ClassVar[str]
+    #: Drivers that serve the sync methods, in order of preference: the first installed
+    #: one is the twin of an async-only URL (and serves a URL naming no driver).
+    sync_drivers: ClassVar[tuple[str, ...]]
+    #: Drivers that serve the async methods, likewise (a driver may serve both sides).
+    async_drivers: ClassVar[tuple[str, ...]]
+    #: The module each driver imports, and what to install when it is missing.
+    driver_modules: ClassVar[Mapping[str, tuple[str, str]]]
+    #: Drivers SQLAlchemy documents that the saver refuses, and why.
+    refused_drivers: ClassVar[Mapping[str, str]] = {}
+    #: What to install for the family's default drivers.
+    extra: ClassVar[str]
+    #: Other URL schemes of the family, rewritten to the dialect name (``postgres``).
+    url_aliases: ClassVar[tuple[str, ...]] = ()
+    #: Query parameters added to the family's URLs unless the URL sets them.
+    url_query: ClassVar[Mapping[str, str]] = {}
+
+    #: Whether the async methods run the operation on the sync engine in a worker thread
+    #: (``asyncio.to_thread``) instead of on the async engine (see :mod:`.sqlite`).
+    async_in_thread: ClassVar[bool] = False
+    #: Keys put in one ``(a, b, ...) IN (...)`` list (:meth:`keys_in`). PostgreSQL parses
+    #: a long IN list recursively and stops at ``max_stack_depth`` (2 MB: between 7,000
+    #: and 8,000 pairs); SQLite caps bound parameters at 32,766. Reads split longer lists
+    #: into chunks.
+    in_list_chunk: ClassVar[int] = 500
+    #: Ids put in one IN list / rows handled by one batched maintenance statement.
+    row_chunk: ClassVar[int] = 500
+    #: Whether DDL runs inside the migration transaction (not on MySQL/MariaDB, where each
+    #: DDL statement commits; their migrations are written to be re-runnable).
+    transactional_ddl: ClassVar[bool] = True
+    #: Whether :meth:`try_thread_lock` needs a database connection, kept for as long as
+    #: the lock is held (a lock of the database session).
+    thread_lock_uses_connection: ClassVar[bool]
+
+    @classmethod
+    def configure(cls, engine: Engine) -> None:
+        """Install the dialect's connection set-up on a sync engine (idempotent).
+
+        Called by :func:`langgraph.checkpoint.sqlalchemy._engines.configure_engine`. The
+        default installs nothing.
+        """
+        return None
+
+    # -- transactions ----------------------------------------------------------------
+
+    @property
+    def one_statement_read_options(self) -> dict[str, Any]:
+        """Execution options of a read that is one statement (``get_tuple``): by default
+        none, so it runs in a transaction of its own. A dialect where a single statement
+        can run without a transaction saves the ``BEGIN``/``ROLLBACK`` round trips; a
+        single statement reads one snapshot on every database.
+        """
+        return {}
+
+    @property
+    def one_statement_write_options(self) -> dict[str, Any]:
+        """Execution options of a write that is one statement (a put whose values are all
+        in the checkpoint row, a put_writes of one batch): a statement is atomic on its
+        own, so it takes the options of :attr:`one_statement_read_options`.
+        """
+        return self.one_statement_read_options
+
+    # -- composite-key lookups -------------------------------------------------------
+
+    def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
+        """Condition: ``columns`` equal one of ``count`` keys (composite primary-key
+        lookups), with bound parameters filled by :meth:`keys_params`.
+
+        Default: ``(a, b) IN ((?, ?), ...)`` (one expanding parameter). At most
+        :attr:`in_list_chunk` keys. Build it once per ``count`` and reuse it: the
+        compiled statement is then cached.
+        """
+        return tuple_(*columns).in_(bindparam("keys", expanding=True))
+
+    def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
+        return {"keys": [tuple(k) for k in keys]}
+
+    def rows_before(self, columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
+        """Condition: ``columns`` sort strictly before ``values`` (keyset pagination of
+        ``list()``, newest first).
+
+        Default: a row-value comparison ``(a, b, c) < (?, ?, ?)``, which SQLite and
+        PostgreSQL turn into a range scan of the index on those columns.
+        """
+        return tuple_(*columns) < tuple_(*values)
+
+    # -- inserts ---------------------------------------------------------------------
+
+    @abstractmethod
+    def insert(self, table: Table) -> Any:
+        """The dialect's own ``INSERT`` construct for ``table`` (``sqlite.insert``, ...),
+        the one that carries its conflict clauses."""
+
+    def insert_ignore(self, table: Table) -> Insert:
+        """``INSERT`` that keeps the existing row when the primary key is taken.
+
+        Default: ``ON CONFLICT DO NOTHING``. Use with a list of parameter dicts
+        (executemany).
+        """
+        return self.insert(table).on_conflict_do_nothing()  # type: ignore[no-any-return]
+
+    def upsert(self, table: Table, update: Sequence[str]) -> Insert:
+        """``INSERT`` that overwrites the ``update`` columns when the primary key is taken.
+
+        Default: ``ON CONFLICT (pk) DO UPDATE SET col = excluded.col``.
+        """
+        stmt = self.insert(table)
+        return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+            index_elements=list(table.primary_key.columns),
+            set_={c: stmt.excluded[c] for c in update},
+        )
+
+    # -- metadata filters ------------------------------------------------------------
+
+    def check_filter(self, key: object, value: Any) -> tuple[str, str]:
+        """Check one metadata filter item; return its key (NUL removed) and value as JSON text.
+
+        Raises:
+            TypeError: ``key`` is not a string or ``value`` is not JSON.
+            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow (and
+                whatever key a dialect cannot address).
+        """
+        if not isinstance(key, str):
+            raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
+        return json_string(key), json_text(value)
+
+    def metadata_equals(
+        self, column: Any, key: str, value: Any, dialect: Dialect | None = None
+    ) -> ColumnElement[bool]:
+        """Condition: the top-level metadata ``key`` equals the JSON value ``value``.
+
+        One semantics on every dialect: the value is compared as JSON, so ``True`` does not
+        match ``1``, ``None`` matches an explicit JSON ``null`` only (not a missing key),
+        dicts match regardless of key order, lists element by element, and numbers as
+        numbers (``1`` matches ``1.0``, at any depth). NUL characters are removed from the
+        key and the value, as from stored metadata
+        (:func:`~langgraph.checkpoint.sqlalchemy._canonical.canonical_json`). Key and
+        value are bound parameters; no SQL text is built from them. Each dialect writes
+        the comparison in :meth:`json_member_equals`.
+
+        Args:
+            column: The JSON metadata column.
+            key: Top-level key.
+            value: JSON value: str, int, float, bool, None, list or dict.
+            dialect: The dialect of the connection that runs the query. A ``mysql://`` URL
+                may reach a MariaDB server, which SQLAlchemy learns on connecting; MariaDB
+                and MySQL compare JSON differently.
+
+        Raises:
+            TypeError: ``key`` is not a string or ``value`` is not JSON.
+            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow.
+        """
+        key, text = self.check_filter(key, value)
+        return self.json_member_equals(column, key, value, text, dialect)
+
+    @abstractmethod
+    def json_member_equals(
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+    ) -> ColumnElement[bool]:
+        """Condition of :meth:`metadata_equals` for a checked ``key`` and ``value``
+        (``text``: the value as canonical JSON text)."""
+
+    @abstractmethod
+    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+        """Condition: the JSON object in ``column`` has the top-level key ``key`` (a bound
+        parameter)."""
+
+    # -- value sizes and errors ------------------------------------------------------
+
+    def value_limit(self, connection: Connection) -> int | None:
+        """Largest value (bytes) one statement may carry on this server, or None (the
+        default: no check before writing)."""
+        return None
+
+    def too_large(self, size: int, limit: int) -> ValueTooLargeError:
+        """The error for a value of ``size`` bytes over ``limit`` (see :meth:`value_limit`).
+
+        Every dialect whose :meth:`value_limit` returns a limit overrides it.
+
+        Raises:
+            NotImplementedError: Always, in the base class.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no value limit")
+
+    def translate_error(self, error: DBAPIError) -> Exception | None:
+        """A typed error for a database error that has a known cause and remedy, or None
+        (the default: the error is raised as it is)."""
+        return None
+
+    # -- schema and migrations -------------------------------------------------------
+
+    def ensure_schema(self, connection: Connection, schema: str | None) -> None:
+        """Create the schema ``schema`` if it does not exist (``CREATE SCHEMA IF NOT
+        EXISTS``); no-op when ``schema`` is None."""
+        if schema:
+            connection.execute(CreateSchema(schema, if_not_exists=True))
+
+    def primary_key_name(self, name: str) -> str | None:
+        """The name to give a primary key constraint in DDL: ``name`` by default."""
+        return name
+
+    def ensure_version_table(self, connection: Connection, name: str, schema: str | None) -> None:
+        """Create Alembic's version table ahead of Alembic where Alembic's own DDL would
+        draw a warning. The default does nothing: Alembic creates it."""
+        return None
+
+    @abstractmethod
+    @contextmanager
+    def migration_lock(self, connection: Connection) -> Iterator[None]:
+        """Serialise schema migrations across processes, within the open transaction.
+
+        Args:
+            connection: A connection inside the migration transaction.
+        """
+        yield  # pragma: no cover
+
+    # -- per-thread locks ------------------------------------------------------------
+
+    @abstractmethod
+    @contextmanager
+    def write_lock(
+        self, connection: Connection, thread_id: str, checkpoint_ns: str
+    ) -> Iterator[None]:
+        """Serialise the writers of one ``(thread_id, checkpoint_ns)`` until the open
+        transaction ends (the conflict check of ``detect_conflicts``)."""
+        yield  # pragma: no cover
+
+    @abstractmethod
+    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
+        """Try once to take the cross-process lock of ``thread_id`` (``lock_thread``). The
+        caller waits and retries.
+
+        Args:
+            connection: A connection kept for the lock's lifetime when
+                :attr:`thread_lock_uses_connection`, else None.
+            url: The database's URL.
+            thread_id: The thread.
+
+        Returns:
+            A handle for :meth:`release_thread_lock`, or None when the lock is taken.
+        """
+
+    @abstractmethod
+    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
+        """Release a lock taken by :meth:`try_thread_lock`."""

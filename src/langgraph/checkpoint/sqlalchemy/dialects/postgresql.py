@@ -1,0 +1,132 @@
+"""PostgreSQL: its drivers, statements and advisory locks.
+
+Key lookups through ``unnest`` of one array a column, JSONB filters, one-statement
+reads and writes in autocommit, and every lock an advisory lock on a 64-bit hash
+(``pg_advisory_xact_lock`` for writers and migrations, session-level
+``pg_try_advisory_lock`` for ``lock_thread``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    tuple_,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.sql.elements import ColumnElement
+
+from .base import QueryBuilder
+
+__all__ = ["PostgreSQLQueryBuilder"]
+
+_EXTRA = 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"'
+
+
+class PostgreSQLQueryBuilder(QueryBuilder):
+    """The query builder of PostgreSQL (psycopg 3, asyncpg, psycopg2, pg8000)."""
+
+    family = "postgresql"
+    sync_drivers = ("psycopg", "psycopg2", "pg8000")
+    async_drivers = ("psycopg", "asyncpg", "psycopg_async")
+    driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "psycopg": ("psycopg", _EXTRA),
+        "psycopg_async": ("psycopg", _EXTRA),
+        "asyncpg": ("asyncpg", 'pip install "langgraph-checkpoint-sqlalchemy[asyncpg]"'),
+        "psycopg2": ("psycopg2", 'pip install "langgraph-checkpoint-sqlalchemy[psycopg2]"'),
+        "pg8000": ("pg8000", 'pip install "langgraph-checkpoint-sqlalchemy[pg8000]"'),
+    }
+    extra = _EXTRA
+    url_aliases = ("postgres",)
+    #: Advisory locks are the session's (:meth:`try_thread_lock`).
+    thread_lock_uses_connection = True
+
+    @property
+    def one_statement_read_options(self) -> dict[str, Any]:
+        """``AUTOCOMMIT``: no transaction around a one-statement read or write, two round
+        trips fewer."""
+        return {"isolation_level": "AUTOCOMMIT"}
+
+    def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
+        """``(a, b) IN (SELECT * FROM unnest(?, ?))`` with one array a column: planning a
+        long row-value IN list costs PostgreSQL ~130 ms for 500 keys, the unnest ~6 ms all
+        told."""
+        names = [f"k{j}" for j in range(len(columns))]
+        rows = (
+            func.unnest(*(bindparam(n, type_=postgresql.ARRAY(Text)) for n in names))
+            .table_valued(*names)
+            .render_derived(name="lgsa_keys")
+        )
+        return tuple_(*columns).in_(select(*(rows.c[n] for n in names)))
+
+    def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """One array a key column (see :meth:`keys_in`)."""
+        width = len(keys[0]) if keys else 0
+        return {f"k{j}": [key[j] for key in keys] for j in range(width)}
+
+    def insert(self, table: Table) -> Any:
+        """``postgresql.insert`` (``ON CONFLICT`` clauses)."""
+        return postgresql.insert(table)
+
+    def json_member_equals(
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+    ) -> ColumnElement[bool]:
+        """``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality)."""
+        member: ColumnElement[Any] = column.op("->")(literal(key, Text))
+        return member == cast(literal(text, Text), postgresql.JSONB)
+
+    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+        """The JSONB ``?`` operator."""
+        has: ColumnElement[bool] = column.op("?", return_type=Boolean)(literal(key, Text))
+        return has
+
+    @contextmanager
+    def migration_lock(self, connection: Connection) -> Iterator[None]:
+        """``pg_advisory_xact_lock``, released at commit or rollback."""
+        connection.execute(select(func.pg_advisory_xact_lock(_MIGRATION_LOCK_KEY)))
+        yield
+
+    @contextmanager
+    def write_lock(
+        self, connection: Connection, thread_id: str, checkpoint_ns: str
+    ) -> Iterator[None]:
+        """``pg_advisory_xact_lock`` on a 64-bit hash of the key, released at commit."""
+        key = f"{thread_id}\x00{checkpoint_ns}"
+        connection.execute(select(func.pg_advisory_xact_lock(_lock_key("put", key))))
+        yield
+
+    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
+        """Session-level ``pg_try_advisory_lock`` on ``connection``; the handle is the key."""
+        assert connection is not None
+        key = _lock_key("thread", thread_id)
+        got = connection.execute(select(func.pg_try_advisory_lock(key))).scalar()
+        connection.commit()  # the lock is the session's; no transaction stays open
+        return key if got else None
+
+    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
+        """``pg_advisory_unlock``."""
+        assert connection is not None
+        connection.execute(select(func.pg_advisory_unlock(handle)))
+        connection.commit()
+
+
+def _lock_key(kind: str, key: str) -> int:
+    digest = hashlib.sha256(f"lgsa/{kind}/{key}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+_MIGRATION_LOCK_KEY = zlib.crc32(b"langgraph-checkpoint-sqlalchemy/migrations")

@@ -1,0 +1,263 @@
+"""SQLite: its drivers, connection set-up, statements and locks.
+
+Connection set-up (``busy_timeout``, WAL, explicit ``BEGIN``/``BEGIN IMMEDIATE``),
+first-write-wins inserts and upserts with ``ON CONFLICT``, JSON filters over
+``json_each``/``json_tree``, and the thread lock: an exclusive transaction on a lock
+database beside the database file, or a lock of the process for an in-memory database.
+The async methods run on the sync engine in one worker thread (:attr:`async_in_thread`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    case,
+    event,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+)
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.sql.elements import ColumnElement
+
+from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
+
+__all__ = ["MEMDB_PREFIX", "SQLiteQueryBuilder"]
+
+#: Start of the names of the saver's shared in-memory databases (``memdb`` VFS; see
+#: ``_engines.resolve_urls``).
+MEMDB_PREFIX = "file:/lgsa-"
+
+
+class SQLiteQueryBuilder(QueryBuilder):
+    """The query builder of SQLite (``pysqlite`` and ``aiosqlite``)."""
+
+    family = "sqlite"
+    sync_drivers = ("pysqlite",)
+    async_drivers = ("aiosqlite",)
+    driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "pysqlite": ("sqlite3", "a Python built with sqlite3"),
+        "aiosqlite": ("aiosqlite", 'pip install "langgraph-checkpoint-sqlalchemy"'),
+    }
+    extra = 'pip install "langgraph-checkpoint-sqlalchemy"'
+
+    #: True: aiosqlite runs every statement in a thread of its own and hops back to the
+    #: event loop after each, so an operation of four statements (BEGIN, two statements,
+    #: COMMIT) costs eight hops; one worker thread for the whole operation costs two. The
+    #: database work is the same sync function either way.
+    async_in_thread = True
+    #: SQLite caps expression depth at 1,000 (see :meth:`keys_in`).
+    in_list_chunk = 200
+    #: The thread lock lives in a lock database of its own (:meth:`try_thread_lock`).
+    thread_lock_uses_connection = False
+
+    @classmethod
+    def configure(cls, engine: Engine) -> None:
+        """``busy_timeout`` of 30 s, WAL journal (file databases), ``synchronous =
+        NORMAL``, and explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes, see
+        :data:`~.base.WRITE_OPTION`) so that every transaction, DDL included, is a real
+        SQLite transaction."""
+        if not event.contains(engine, "connect", _on_connect):
+            event.listen(engine, "connect", _on_connect)
+        if not event.contains(engine, "begin", _on_begin):
+            event.listen(engine, "begin", _on_begin)
+
+    @property
+    def one_statement_read_options(self) -> dict[str, Any]:
+        """No ``BEGIN``/``ROLLBACK`` around a one-statement read: two driver calls fewer
+        (:data:`~.base.NO_TRANSACTION_OPTION`)."""
+        return {NO_TRANSACTION_OPTION: True}
+
+    def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
+        """``(a = ? AND b = ?) OR ...``: SQLite turns a row-value IN list into a scan of
+        the whole table, and runs this as one index lookup a key (MULTI-INDEX OR)."""
+        return or_(
+            *(
+                and_(*(c == bindparam(f"k{i}_{j}") for j, c in enumerate(columns)))
+                for i in range(count)
+            )
+        )
+
+    def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """One parameter a key column (see :meth:`keys_in`)."""
+        return {f"k{i}_{j}": v for i, key in enumerate(keys) for j, v in enumerate(key)}
+
+    def insert(self, table: Table) -> Any:
+        """``sqlite.insert`` (``ON CONFLICT`` clauses)."""
+        return sqlite.insert(table)
+
+    def json_member_equals(
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+    ) -> ColumnElement[bool]:
+        """``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND ...)`` comparing
+        atoms, or ``json_tree`` node sets for dicts and lists (``json_each`` takes any key,
+        where a SQLite JSON path cannot quote every character).
+
+        The filter value is handed to SQLite as JSON text and parsed by SQLite like the
+        stored metadata, so both sides hold the same SQL values (a 2**70 integer is a REAL
+        on both). Scalars: same kind (INTEGER and REAL are one: JSON numbers) and equal
+        atoms. Dicts and lists: the two json_tree() row sets of (path, kind, atom) are
+        equal: key order free, list order kept, 1 == 1.0 at any depth.
+        """
+        doc = literal(text, Text)
+        member = func.json_each(column).table_valued("key", "value", "type", "atom").alias()
+        if not isinstance(value, (Mapping, list, tuple)):
+            same: ColumnElement[bool] = and_(
+                _json_kind(member.c.type) == _json_kind(func.json_type(doc)),
+                member.c.atom.is_not_distinct_from(func.json_extract(doc, "$")),
+            )
+        else:
+            same = and_(
+                member.c.type == ("object" if isinstance(value, Mapping) else "array"),
+                _tree_within(func.json_tree(member.c.value), func.json_tree(doc)),
+                _tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
+            )
+        return exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
+
+    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+        """``EXISTS (SELECT 1 FROM json_each(column) WHERE key = ?)``."""
+        member = func.json_each(column).table_valued("key").alias()
+        return exists(select(literal(1)).select_from(member).where(member.c.key == key))
+
+    def ensure_schema(self, connection: Connection, schema: str | None) -> None:
+        """No-op: SQLite has no schemas to create."""
+
+    @contextmanager
+    def migration_lock(self, connection: Connection) -> Iterator[None]:
+        """Nothing more: the migration transaction is begun with ``BEGIN IMMEDIATE`` (see
+        :data:`~.base.WRITE_OPTION`), which already excludes other writers."""
+        yield
+
+    @contextmanager
+    def write_lock(
+        self, connection: Connection, thread_id: str, checkpoint_ns: str
+    ) -> Iterator[None]:
+        """Nothing more: the write transaction began with ``BEGIN IMMEDIATE``, SQLite's
+        database-wide write lock."""
+        yield
+
+    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
+        """``BEGIN EXCLUSIVE`` on a lock database of its own beside the database file
+        (``<file>.lgsa-locks/<hash>``), SQLite's write lock, which the operating system
+        drops if the process dies; an in-memory database (one process) uses a lock of the
+        process. ``connection`` is unused (None)."""
+        return _try_lock(url, thread_id)
+
+    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
+        """Release the :class:`_SqliteLock` of :meth:`try_thread_lock`."""
+        handle.release()
+
+
+def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event below emit BEGIN itself (the driver's own implicit
+    # transactions skip DDL and SELECT); see SQLAlchemy's "Serializable isolation /
+    # Savepoints / Transactional DDL" recipe for pysqlite and aiosqlite.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        # WAL: readers never block the writer. synchronous=NORMAL in WAL mode cannot
+        # corrupt the database and keeps every committed transaction across a process
+        # crash; only an OS crash or power loss may undo the last commits.
+        cursor.execute("PRAGMA journal_mode")
+        (mode,) = cursor.fetchone()
+        if str(mode).lower() not in ("memory", "wal"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
+
+
+def _on_begin(connection: Connection) -> None:
+    options = connection.get_execution_options()
+    if options.get(NO_TRANSACTION_OPTION):
+        return  # one-statement read: pysqlite runs it in autocommit mode
+    write = options.get(WRITE_OPTION, False)
+    # Straight to the driver: this runs before every transaction, and going through
+    # exec_driver_sql costs a full SQLAlchemy execution each time.
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    finally:
+        cursor.close()
+
+
+def _json_kind(json_type: Any) -> ColumnElement[Any]:
+    return case((json_type.in_(("integer", "real")), "number"), else_=json_type)
+
+
+def _tree_within(left: Any, right: Any) -> ColumnElement[bool]:
+    """Every node of json_tree ``left`` has a twin (same path, kind and atom) in
+    json_tree ``right``."""
+    a = left.table_valued("fullkey", "type", "atom").alias()
+    b = right.table_valued("fullkey", "type", "atom").alias()
+    twin = (
+        select(literal(1))
+        .select_from(b)
+        .where(
+            b.c.fullkey == a.c.fullkey,
+            _json_kind(b.c.type) == _json_kind(a.c.type),
+            b.c.atom.is_not_distinct_from(a.c.atom),
+        )
+    )
+    return ~exists(select(literal(1)).select_from(a).where(~exists(twin)))
+
+
+class _SqliteLock:
+    """A held SQLite thread lock: an exclusive transaction on a lock database, or a lock
+    of this process for an in-memory database."""
+
+    def __init__(self, conn: sqlite3.Connection | None, local: threading.Lock | None) -> None:
+        self._conn = conn
+        self._local = local
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.rollback()
+            self._conn.close()
+        if self._local is not None:
+            self._local.release()
+
+
+_MEMORY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_MEMORY_LOCKS_GUARD = threading.Lock()
+
+
+def _try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
+    database = url.database or ""
+    name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    if (
+        database in ("", ":memory:")
+        or url.query.get("vfs") == "memdb"
+        or database.startswith(MEMDB_PREFIX)
+    ):
+        with _MEMORY_LOCKS_GUARD:
+            lock = _MEMORY_LOCKS.setdefault((database, name), threading.Lock())
+        return _SqliteLock(None, lock) if lock.acquire(blocking=False) else None
+    folder = f"{database}.lgsa-locks"
+    os.makedirs(folder, exist_ok=True)
+    conn = sqlite3.connect(
+        os.path.join(folder, name), timeout=0, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+    except sqlite3.OperationalError:
+        conn.close()
+        return None
+    return _SqliteLock(conn, None)
