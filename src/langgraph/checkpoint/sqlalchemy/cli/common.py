@@ -308,7 +308,8 @@ def open_saver(
 
 
 def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:
-    """Refuse thread ids without any checkpoint in ``saver``, before anything changes.
+    """Refuse thread ids without any checkpoint in ``saver``, before anything changes
+    (no ids: nothing to check).
 
     Raises:
         CommandError: Some are unknown (exit code 1); the message names them and ``what``
