@@ -1,20 +1,16 @@
-"""Command line: migrate the checkpoint tables, browse and maintain threads, move data.
+"""What every CLI command uses: errors and their one-line explanation, output, argument
+types, and opening the database.
 
-``python -m langgraph.checkpoint.sqlalchemy COMMAND`` (also installed as
-``langgraph-checkpoint-sqlalchemy``). The URL comes from ``--url``, else the environment
-variable ``LANGGRAPH_CHECKPOINT_URL``, else ``sqlite:///checkpoints.sqlite``. Output is
-for people by default; ``--json`` prints one JSON document for scripts. Destructive
-commands ask for confirmation unless ``--yes``.
+The bottom of the :mod:`.cli` package: the command modules (:mod:`.schema`,
+:mod:`.threads`, :mod:`.data`) import it, and it imports none of them.
 
-Exit codes: 0 ok; 1 a check failed or something was not found (``current --check`` not
-at head, a refused confirmation, a failed copy verification, an unknown thread, no
-database at the path or URL, a server that cannot be reached, tables at another
-revision); 2 usage (argparse's own code, also for a bad URL, an unknown or missing
-driver, a bad argument value or file); 141 stdout closed early (``... | head``), as a
-process killed by SIGPIPE; 130 interrupted.
-
-Every error is one line on stderr, ``error: <what happened>. <what to do>``, with the
-password of any URL masked; no traceback. Only a bug of this program prints one.
+- :class:`CommandError` and :func:`explain`, which turns any exception a user can fix
+  into ``error: <what happened>. <what to do>`` and an exit code (see :mod:`.cli`);
+- output: :func:`emit` (``--json`` or text), :func:`confirm`, :func:`masked` URLs;
+- argparse: :func:`add_command` and the argument types :func:`count`,
+  :func:`positive`, :func:`duration`;
+- the database: :func:`resolve`, :func:`require_database`, :func:`require_folder`,
+  :func:`schema_connection`, :func:`open_saver`, :func:`check_threads`.
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from alembic.util import CommandError as AlembicCommandError
@@ -36,12 +33,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import NullPool
 
-from . import errors, migrate
-from ._engines import DEFAULT_URL, EngineURLs, configure_engine, resolve_urls, url_from_env
-from .dialects import WRITE_OPTION
-
-__all__ = ["main"]
-
+from .. import errors, migrate
+from .._engines import EngineURLs, configure_engine, resolve_urls
+from ..dialects import WRITE_OPTION
+from ..saver import SQLAlchemySaver
+from ..transfer import missing_threads
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -99,10 +95,88 @@ def _end(what: object) -> str:
 
 def where(args: argparse.Namespace) -> str:
     """The database URL of ``args`` with the password hidden."""
+    return masked(_resolve_or_text(args.url))
+
+
+def _resolve_or_text(url: str) -> str | URL:
+    """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
     try:
-        return masked(resolve_urls(args.url).sync)
+        return resolve_urls(url).sync
     except Exception:
-        return masked(args.url)
+        return url
+
+
+# -- argparse ------------------------------------------------------------------------------
+
+
+def add_command(
+    sub: Any, common: argparse.ArgumentParser, name: str, handler: Handler, help: str
+) -> argparse.ArgumentParser:
+    """Add the command ``name`` to the subparsers ``sub``; it runs ``handler``.
+
+    Args:
+        sub: What ``ArgumentParser.add_subparsers`` returned.
+        common: The parent parser of the global options (accepted after the command too).
+        name: The command's name.
+        handler: Runs the command and returns its exit code.
+        help: One line for ``--help``.
+
+    Returns:
+        The command's parser, to add its own arguments to.
+    """
+    parser: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as a ``timedelta`` (argparse type).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a number followed by s, m, h, d or w.
+    """
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 30d)"
+        )
+    try:
+        return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} is too long (at most 999999999 days)"
+        ) from None
+
+
+def count(text: str) -> int:
+    """A whole number >= 0 (argparse type of ``--limit``, ``--offset``, ``--top``).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a whole number, or negative.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
+def positive(text: str) -> int:
+    """A whole number >= 1 (argparse type of ``threads show --limit``).
+
+    Raises:
+        argparse.ArgumentTypeError: Not a whole number, or less than 1.
+    """
+    value = count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("give 1 or more")
+    return value
 
 
 # -- connections -------------------------------------------------------------------------
@@ -176,6 +250,14 @@ def require_folder(url: str, option: str = "--url") -> None:
         )
 
 
+def _require(url: str, option: str, *, create: bool) -> None:
+    """:func:`require_folder` if the command may create ``url``, else :func:`require_database`."""
+    if create:
+        require_folder(url, option)
+    else:
+        require_database(url, option)
+
+
 @contextmanager
 def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iterator[Connection]:
     """A write transaction on ``--url`` for schema commands (no saver, no schema check).
@@ -183,10 +265,7 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
     ``create``: a SQLite file that does not exist may be created (``upgrade``); else it
     is refused (see :func:`require_database`).
     """
-    if create:
-        require_folder(args.url)
-    else:
-        require_database(args.url)
+    _require(args.url, "--url", create=create)
     args.url_in_use = args.url
     engine = create_engine(resolve(args.url).sync, poolclass=NullPool)
     configure_engine(engine)
@@ -199,37 +278,46 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
 
 @contextmanager
 def open_saver(
-    args: argparse.Namespace, url: str | None = None, *, create: bool = False, option: str = "--url"
-) -> Iterator[Any]:
+    args: argparse.Namespace,
+    url: str | None = None,
+    *,
+    create: bool = False,
+    option: str = "--url",
+    threads: Sequence[str] = (),
+    what: str = "",
+) -> Iterator[SQLAlchemySaver]:
     """Our saver on ``url`` (default ``--url``); its schema must be at head.
 
     ``create``: a SQLite file that does not exist may be created (``import``, the target
-    of ``copy``); else it is refused (see :func:`require_database`).
-    """
-    from .saver import SQLAlchemySaver
+    of ``copy``); else it is refused (see :func:`require_database`). ``threads``: thread
+    ids that must have checkpoints there (see :func:`check_threads`: ``what`` says what
+    was not done otherwise).
 
+    Raises:
+        CommandError: See :func:`require_database`, :func:`require_folder` and
+            :func:`check_threads`.
+    """
     url = url or args.url
-    if create:
-        require_folder(url, option)
-    else:
-        require_database(url, option)
+    _require(url, option, create=create)
     args.url_in_use = url
     saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema)
     try:
+        check_threads(saver, threads, what)
         yield saver
     finally:
         saver.close()
 
 
 def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:
-    """Refuse thread ids without any checkpoint in ``saver``, before anything changes.
+    """Refuse thread ids without any checkpoint in ``saver``, before anything changes
+    (no ids: nothing to check).
 
     Raises:
         CommandError: Some are unknown (exit code 1); the message names them and ``what``
             was not done.
     """
-    from .transfer import missing_threads
-
+    if not thread_ids:
+        return
     missing = missing_threads(saver, thread_ids)
     if missing:
         names = ", ".join(repr(t) for t in missing)
@@ -246,151 +334,10 @@ def _saver_url(saver: Any) -> str:
     return masked(engine.url) if engine is not None else "the source"
 
 
-# -- schema commands -----------------------------------------------------------------------
-
-
-def _state(current: str | None) -> str:
-    if current == migrate.head_revision():
-        return "at head"
-    if migrate.is_ahead(current):
-        return (
-            "ahead of this package: migrated by a newer version of "
-            "langgraph-checkpoint-sqlalchemy; upgrade the package"
-        )
-    return "behind head: run langgraph-checkpoint-sqlalchemy upgrade"
-
-
-def _revision_line(args: argparse.Namespace, current: str | None) -> None:
-    print(
-        f"{where(args)}: revision {current or 'none'} (head {migrate.head_revision()}), "
-        f"{_state(current)}"
-    )
-
-
-def cmd_upgrade(args: argparse.Namespace) -> int:
-    if args.sql:
-        resolve(args.url)
-        sys.stdout.write(migrate.offline_sql(args.url, "upgrade", args.revision, args.schema))
-        return 0
-    with schema_connection(args, create=True) as conn:
-        migrate.upgrade(conn, args.revision, schema=args.schema)
-        current = migrate.current_revision(conn, schema=args.schema)
-    emit(args, _revision_json(current), lambda: _revision_line(args, current))
-    return 0
-
-
-def cmd_downgrade(args: argparse.Namespace) -> int:
-    if args.sql:
-        resolve(args.url)
-        sys.stdout.write(migrate.offline_sql(args.url, "downgrade", args.revision, args.schema))
-        return 0
-    if args.revision == "base":
-        confirm(args, f"Drop every checkpoint table of this library at {where(args)}?")
-    with schema_connection(args) as conn:
-        migrate.downgrade(conn, args.revision, schema=args.schema)
-        current = migrate.current_revision(conn, schema=args.schema)
-    emit(args, _revision_json(current), lambda: _revision_line(args, current))
-    return 0
-
-
-def cmd_current(args: argparse.Namespace) -> int:
-    with schema_connection(args) as conn:
-        current = migrate.current_revision(conn, schema=args.schema)
-    emit(args, _revision_json(current), lambda: _revision_line(args, current))
-    if args.check and current != migrate.head_revision():
-        print(f"error: the tables are {_state(current)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def cmd_stamp(args: argparse.Namespace) -> int:
-    # No new SQLite file: a version table alone would pass "current --check" with no tables.
-    with schema_connection(args) as conn:
-        migrate.stamp(conn, args.revision, schema=args.schema)
-        current = migrate.current_revision(conn, schema=args.schema)
-    emit(args, _revision_json(current), lambda: _revision_line(args, current))
-    return 0
-
-
-def _revision_json(current: str | None) -> dict[str, Any]:
-    head = migrate.head_revision()
-    return {
-        "revision": current,
-        "head": head,
-        "at_head": current == head,
-        "ahead": migrate.is_ahead(current),
-    }
-
-
-# -- the parser ----------------------------------------------------------------------------
-
-
-def _common() -> argparse.ArgumentParser:
-    # Global options are accepted before or after the command ("upgrade --url URL").
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=argparse.SUPPRESS, help="database URL or SQLite path")
-    common.add_argument("--schema", default=argparse.SUPPRESS, help="PostgreSQL schema")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
-    common.add_argument(
-        "--yes",
-        "-y",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="do not ask before destructive steps",
-    )
-    return common
-
-
-def _parser() -> argparse.ArgumentParser:
-    common = _common()
-    parser = argparse.ArgumentParser(
-        prog="langgraph-checkpoint-sqlalchemy",
-        description="Manage the checkpoint tables and threads of langgraph-checkpoint-sqlalchemy.",
-    )
-    parser.add_argument(
-        "--url",
-        default=url_from_env(),
-        help="database URL or SQLite path (default: $LANGGRAPH_CHECKPOINT_URL, else "
-        f"{DEFAULT_URL})",
-    )
-    parser.add_argument(
-        "--schema",
-        default=os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA"),
-        help="PostgreSQL schema of the tables (default: $LANGGRAPH_CHECKPOINT_SCHEMA)",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument(
-        "--yes", "-y", action="store_true", help="do not ask before destructive steps"
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    up = sub.add_parser("upgrade", parents=[common], help="migrate the tables up (to head)")
-    up.add_argument("revision", nargs="?", default="head")
-    up.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
-    up.set_defaults(handler=cmd_upgrade)
-    down = sub.add_parser(
-        "downgrade", parents=[common], help="migrate down to REVISION ('base' drops our tables)"
-    )
-    down.add_argument("revision")
-    down.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
-    down.set_defaults(handler=cmd_downgrade)
-    cur = sub.add_parser("current", parents=[common], help="print the database's revision")
-    cur.add_argument("--check", action="store_true", help="exit 1 unless at head")
-    cur.set_defaults(handler=cmd_current)
-    stamp = sub.add_parser(
-        "stamp", parents=[common], help="record REVISION as current without migrating"
-    )
-    stamp.add_argument("revision")
-    stamp.set_defaults(handler=cmd_stamp)
-
-    from . import _cli_data, _cli_transfer
-
-    _cli_data.add_commands(sub, common)
-    _cli_transfer.add_commands(sub, common)
-    return parser
-
-
 # -- errors ----------------------------------------------------------------------------------
+
+#: The package whose errors are ours (this module is in its ``cli`` sub-package).
+_PACKAGE = errors.__name__.rpartition(".")[0]
 
 #: Typed errors of this library that mean "found something else than needed" (exit 1);
 #: its other ValueErrors are bad input (exit 2).
@@ -421,7 +368,7 @@ _DRIVERS = {
 
 
 def _ours(e: BaseException) -> bool:
-    return type(e).__module__.startswith(__package__ or "langgraph.checkpoint.sqlalchemy")
+    return type(e).__module__.startswith(_PACKAGE)
 
 
 def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
@@ -476,15 +423,7 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
     return None
 
 
-def _resolve_or_text(url: str) -> str | URL:
-    """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
-    try:
-        return resolve_urls(url).sync
-    except Exception:
-        return url
-
-
-def _one_line(message: str, urls: Sequence[str]) -> str:
+def one_line(message: str, urls: Sequence[str]) -> str:
     """``message`` on one line, with the password of each of ``urls`` masked."""
     for url in urls:
         try:
@@ -496,55 +435,3 @@ def _one_line(message: str, urls: Sequence[str]) -> str:
             # (shorter ones are masked where they appear in a URL, by masked() below)
             message = message.replace(str(password), "***")
     return " ".join(masked(message).split())
-
-
-def _stdout_gone() -> int:
-    # The reader of stdout went away (``| head``): as the Python docs advise for SIGPIPE,
-    # point stdout at devnull so that the interpreter's final flush cannot fail again.
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-    return 141
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line.
-
-    Args:
-        argv: Arguments without the program name (default: ``sys.argv[1:]``).
-
-    Returns:
-        The exit code: 0 ok; 1 a check failed, a confirmation was refused, or something
-        was not found (a thread, the database, the server); 2 usage, a bad URL or a
-        missing driver (argparse exits with 2 itself); 141 stdout was closed early; 130
-        interrupted. Errors are one line on stderr, never a traceback (except for a bug).
-    """
-    args = _parser().parse_args(argv)
-    handler: Handler = args.handler
-    urls = [
-        u
-        for u in (args.url, getattr(args, "source", None), getattr(args, "target", None))
-        if isinstance(u, str)
-    ]
-    try:
-        code = handler(args)
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:
-        return _stdout_gone()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:
-        explained = explain(e, getattr(args, "url_in_use", None))
-        if explained is None:
-            raise
-        message, code = explained
-        print(f"error: {_one_line(message, urls)}", file=sys.stderr)
-        return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """CLI commands on stored threads: ``threads list|show|delete``, ``prune``,
-``copy-thread``, ``stats``.
+``copy-thread``, ``stats``, and their parsers (:func:`add_commands`).
 
 Each is a thin layer over the saver's public methods (``list_threads``, ``list``,
 ``get_tuple``, ``delete_thread``, ``prune``, ``copy_thread``, ``storage_stats``).
@@ -8,63 +8,15 @@ Each is a thin layer over the saver's public methods (``list_threads``, ``list``
 from __future__ import annotations
 
 import argparse
-import re
+import json
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from ._maintenance import ThreadInfo, checkpoint_time
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def duration(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as a ``timedelta`` (argparse type).
-
-    Raises:
-        argparse.ArgumentTypeError: Not a number followed by s, m, h, d or w.
-    """
-    match = _DURATION.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(
-            f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 30d)"
-        )
-    try:
-        return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-    except OverflowError:
-        raise argparse.ArgumentTypeError(
-            f"duration {text!r} is too long (at most 999999999 days)"
-        ) from None
-
-
-def count(text: str) -> int:
-    """A whole number >= 0 (argparse type of ``--limit``, ``--offset``, ``--top``).
-
-    Raises:
-        argparse.ArgumentTypeError: Not a whole number, or negative.
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
-    return value
-
-
-def positive(text: str) -> int:
-    """A whole number >= 1 (argparse type of ``threads show --limit``).
-
-    Raises:
-        argparse.ArgumentTypeError: Not a whole number, or less than 1.
-    """
-    value = count(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("give 1 or more")
-    return value
+from .._maintenance import ThreadInfo, checkpoint_time
+from ..errors import ThreadNotEmptyError
+from .common import CommandError, add_command, confirm, count, duration, emit, open_saver, positive
 
 
 def _size(n: int) -> str:
@@ -98,9 +50,7 @@ def _thread_json(t: ThreadInfo) -> dict[str, Any]:
 
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
-    from . import cli
-
-    with cli.open_saver(args) as saver:
+    with open_saver(args) as saver:
         threads = saver.list_threads(limit=args.limit, offset=args.offset, idle_for=args.idle_for)
 
     def human() -> None:
@@ -121,7 +71,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
             ],
         )
 
-    cli.emit(args, [_thread_json(t) for t in threads], human)
+    emit(args, [_thread_json(t) for t in threads], human)
     return 0
 
 
@@ -147,12 +97,10 @@ def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
 
 
 def cmd_threads_show(args: argparse.Namespace) -> int:
-    from . import cli
-
     configurable: dict[str, Any] = {"thread_id": args.thread}
     if args.ns is not None:
         configurable["checkpoint_ns"] = args.ns
-    with cli.open_saver(args) as saver:
+    with open_saver(args) as saver:
         if args.checkpoint:
             tup = saver.get_tuple(
                 {
@@ -164,20 +112,20 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
                 }
             )
             if tup is None:
-                raise cli.CommandError(
+                raise CommandError(
                     f"thread {args.thread!r} has no checkpoint {args.checkpoint!r} in namespace "
                     f"{args.ns or ''!r}",
                     1,
                 )
             data = _tuple_json(tup, values=True)
-            cli.emit(args, data, lambda: print(_pretty(data)))
+            emit(args, data, lambda: print(_pretty(data)))
             return 0
         history = [
             _tuple_json(t, values=False)
             for t in saver.list({"configurable": configurable}, limit=args.limit)
         ]
     if not history:
-        raise cli.CommandError(f"thread {args.thread!r} has no checkpoints", 1)
+        raise CommandError(f"thread {args.thread!r} has no checkpoints", 1)
 
     def human() -> None:
         _table(
@@ -196,25 +144,20 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
             ],
         )
 
-    cli.emit(args, history, human)
+    emit(args, history, human)
     return 0
 
 
 def _pretty(data: Any) -> str:
-    import json
-
     return json.dumps(data, indent=2, default=repr, ensure_ascii=False)
 
 
 def cmd_threads_delete(args: argparse.Namespace) -> int:
-    from . import cli
-
-    with cli.open_saver(args) as saver:
-        cli.check_threads(saver, args.threads, "nothing was deleted")
-        cli.confirm(args, f"Delete {len(args.threads)} thread(s) and all their checkpoints?")
+    with open_saver(args, threads=args.threads, what="nothing was deleted") as saver:
+        confirm(args, f"Delete {len(args.threads)} thread(s) and all their checkpoints?")
         for thread_id in args.threads:
             saver.delete_thread(thread_id)
-    cli.emit(
+    emit(
         args,
         {"deleted": args.threads},
         lambda: print(f"deleted {len(args.threads)} thread(s)"),
@@ -226,13 +169,9 @@ def cmd_threads_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from . import cli
-
     if not args.threads and args.idle_for is None:
-        raise cli.CommandError("prune needs THREAD ids or --idle-for DURATION (or both)")
-    with cli.open_saver(args) as saver:
-        if args.threads:
-            cli.check_threads(saver, args.threads, "nothing was pruned")
+        raise CommandError("prune needs THREAD ids or --idle-for DURATION (or both)")
+    with open_saver(args, threads=args.threads, what="nothing was pruned") as saver:
         if args.idle_for is not None:
             idle = {t.thread_id: t for t in saver.list_threads(limit=None, idle_for=args.idle_for)}
             targets = [t for t in args.threads if t in idle] if args.threads else list(idle)
@@ -259,9 +198,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
                 for t in infos:
                     print(f"  {t.thread_id}: {t.checkpoints} checkpoints, {_size(t.bytes)}")
 
-            cli.emit(args, plan, human)
+            emit(args, plan, human)
             return 0
-        cli.confirm(args, f"Prune {len(infos)} thread(s) with strategy {args.strategy}?")
+        confirm(args, f"Prune {len(infos)} thread(s) with strategy {args.strategy}?")
         saver.prune([t.thread_id for t in infos], strategy=args.strategy)
         after = {
             t.thread_id: t.checkpoints
@@ -269,7 +208,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
             if t.thread_id in {i.thread_id for i in infos}
         }
     plan["checkpoints_after"] = after
-    cli.emit(
+    emit(
         args,
         plan,
         lambda: print(
@@ -281,17 +220,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_copy_thread(args: argparse.Namespace) -> int:
-    from . import cli
-    from .errors import ThreadNotEmptyError
 
-    with cli.open_saver(args) as saver:
-        cli.check_threads(saver, [args.source], "nothing was copied")
+    with open_saver(args, threads=[args.source], what="nothing was copied") as saver:
         try:
             saver.copy_thread(args.source, args.target)
         except ThreadNotEmptyError as e:
-            raise cli.CommandError(str(e), 1) from None
+            raise CommandError(str(e), 1) from None
         copied = saver.storage_stats(args.target)
-    cli.emit(
+    emit(
         args,
         {"source": args.source, "target": args.target, "tables": copied},
         lambda: print(
@@ -303,11 +239,8 @@ def cmd_copy_thread(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from . import cli
-
-    with cli.open_saver(args) as saver:
-        if args.thread is not None:
-            cli.check_threads(saver, [args.thread], "no statistics")
+    only = [] if args.thread is None else [args.thread]
+    with open_saver(args, threads=only, what="no statistics") as saver:
         tables = saver.storage_stats(args.thread)
         threads = [] if args.thread else saver.list_threads(limit=args.top)
     data: dict[str, Any] = {"tables": tables}
@@ -327,46 +260,45 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 [(t.thread_id, t.checkpoints, _size(t.bytes)) for t in threads],
             )
 
-    cli.emit(args, data, human)
+    emit(args, data, human)
     return 0
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the thread commands to the CLI's subparsers."""
+    """Add the thread commands to the CLI's subparsers ``sub``.
+
+    Args:
+        sub: What ``ArgumentParser.add_subparsers`` returned.
+        common: The parent parser of the global options.
+    """
     threads = sub.add_parser("threads", help="list, show and delete threads")
     tsub = threads.add_subparsers(dest="threads_command", required=True, metavar="ACTION")
-    ls = tsub.add_parser(
-        "list", parents=[common], help="threads, newest activity first (no decoding)"
+    ls = add_command(
+        tsub, common, "list", cmd_threads_list, "threads, newest activity first (no decoding)"
     )
     ls.add_argument("--limit", type=count, default=50, help="threads a page (default 50)")
     ls.add_argument("--offset", type=count, default=0, help="threads skipped (paging)")
     ls.add_argument("--idle-for", type=duration, help="only threads idle this long (30d, 12h)")
-    ls.set_defaults(handler=cmd_threads_list)
-    show = tsub.add_parser("show", parents=[common], help="a thread's checkpoint history")
+    show = add_command(tsub, common, "show", cmd_threads_show, "a thread's checkpoint history")
     show.add_argument("thread")
     show.add_argument("--ns", help="only this checkpoint_ns ('' = the root graph)")
     show.add_argument("--limit", type=positive, default=20, help="newest checkpoints (default 20)")
     show.add_argument("--checkpoint", help="decode and print this checkpoint's state")
-    show.set_defaults(handler=cmd_threads_show)
-    rm = tsub.add_parser("delete", parents=[common], help="delete threads (asks first)")
+    rm = add_command(tsub, common, "delete", cmd_threads_delete, "delete threads (asks first)")
     rm.add_argument("threads", nargs="+", metavar="THREAD")
-    rm.set_defaults(handler=cmd_threads_delete)
 
-    prune = sub.add_parser(
-        "prune", parents=[common], help="keep only the latest checkpoints, or delete threads"
+    prune = add_command(
+        sub, common, "prune", cmd_prune, "keep only the latest checkpoints, or delete threads"
     )
     prune.add_argument("threads", nargs="*", metavar="THREAD")
     prune.add_argument("--idle-for", type=duration, help="threads idle this long (30d, 12h)")
     prune.add_argument("--strategy", choices=["keep_latest", "delete"], default="keep_latest")
     prune.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    prune.set_defaults(handler=cmd_prune)
 
-    copy = sub.add_parser("copy-thread", parents=[common], help="copy a thread in the database")
+    copy = add_command(sub, common, "copy-thread", cmd_copy_thread, "copy a thread in the database")
     copy.add_argument("source")
     copy.add_argument("target")
-    copy.set_defaults(handler=cmd_copy_thread)
 
-    stats = sub.add_parser("stats", parents=[common], help="rows and bytes per table and thread")
+    stats = add_command(sub, common, "stats", cmd_stats, "rows and bytes per table and thread")
     stats.add_argument("--thread", help="only this thread")
     stats.add_argument("--top", type=count, default=10, help="threads listed (default 10)")
-    stats.set_defaults(handler=cmd_stats)

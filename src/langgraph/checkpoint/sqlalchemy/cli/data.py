@@ -1,8 +1,10 @@
-"""CLI commands that move data: ``copy``, ``export``, ``import``.
+"""CLI commands that move data: ``copy``, ``export``, ``import``, and their parsers
+(:func:`add_commands`).
 
 ``copy --from URL --to URL`` reads ours, an official SqliteSaver file or an official
-PostgresSaver database (see :func:`.transfer.open_source`) and writes our tables at
-``--to`` (created if missing); ``export`` and ``import`` use the global ``--url``.
+PostgresSaver database (see :func:`langgraph.checkpoint.sqlalchemy.transfer.open_source`)
+and writes our tables at ``--to`` (created if missing); ``export`` and ``import`` use the
+global ``--url``.
 """
 
 from __future__ import annotations
@@ -12,18 +14,37 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import IO, Any
+from typing import IO, Any, get_args
 
-from . import transfer
-from .errors import SchemaOutOfDateError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+from .. import transfer
+from ..errors import SchemaOutOfDateError
+from .common import (
+    CommandError,
+    add_command,
+    check_threads,
+    emit,
+    masked,
+    open_saver,
+    require_database,
+)
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the data-moving commands to the CLI's subparsers."""
-    cp = sub.add_parser(
+    """Add the data-moving commands to the CLI's subparsers ``sub``.
+
+    Args:
+        sub: What ``ArgumentParser.add_subparsers`` returned.
+        common: The parent parser of the global options.
+    """
+    cp = add_command(
+        sub,
+        common,
         "copy",
-        parents=[common],
-        help="copy threads from ours, a SqliteSaver file or a PostgresSaver database into ours",
+        cmd_copy,
+        "copy threads from ours, a SqliteSaver file or a PostgresSaver database into ours",
     )
     cp.add_argument("--from", dest="source", required=True, metavar="URL", help="source")
     cp.add_argument("--to", dest="target", required=True, metavar="URL", help="our database")
@@ -32,22 +53,19 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     cp.add_argument(
         "--from-kind",
-        choices=("auto", "sqlalchemy", "sqlite", "postgres"),
+        choices=get_args(transfer.SourceKind),
         default="auto",
         help="what the source is (default: detected from its tables)",
     )
     cp.add_argument("--from-schema", help="PostgreSQL schema of our tables in the source")
     cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    cp.set_defaults(handler=cmd_copy)
 
-    ex = sub.add_parser("export", parents=[common], help="write threads to a JSON lines file")
+    ex = add_command(sub, common, "export", cmd_export, "write threads to a JSON lines file")
     ex.add_argument("thread_ids", nargs="+", metavar="THREAD")
     ex.add_argument("-o", "--output", required=True, metavar="FILE", help="file, or - for stdout")
-    ex.set_defaults(handler=cmd_export)
 
-    im = sub.add_parser("import", parents=[common], help="read a file written by export")
+    im = add_command(sub, common, "import", cmd_import, "read a file written by export")
     im.add_argument("file", metavar="FILE", help="file, or - for stdin")
-    im.set_defaults(handler=cmd_import)
 
 
 @contextmanager
@@ -55,9 +73,6 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
     if not enabled:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -71,30 +86,27 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    from . import cli
-
     # The source is only read: a SQLite path that does not exist is refused, not created.
-    cli.require_database(args.source, "--from")
+    require_database(args.source, "--from")
     args.url_in_use = args.source
     try:
         with transfer.open_source(
             args.source, kind=args.from_kind, schema=args.from_schema
         ) as source:
-            if args.threads:
-                cli.check_threads(source, args.threads, "nothing was copied")
-            with cli.open_saver(args, args.target, create=True, option="--to") as target:
+            check_threads(source, args.threads or (), "nothing was copied")
+            with open_saver(args, args.target, create=True, option="--to") as target:
                 try:
                     target.setup()
                 except SchemaOutOfDateError as e:
-                    raise cli.CommandError(f"--to {cli.masked(args.target)}: {e}", 1) from e
+                    raise CommandError(f"--to {masked(args.target)}: {e}", 1) from e
                 show = not (args.no_progress or args.json) and sys.stderr.isatty()
                 total = transfer.count_checkpoints(source, args.threads) if show else 0
                 with _progress_bar(show, total) as progress:
                     report = transfer.copy_threads(source, target, args.threads, progress=progress)
     except transfer.UnknownSourceError as e:
-        raise cli.CommandError(f"--from {cli.masked(args.source)}: {e}", 2) from e
+        raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except SchemaOutOfDateError as e:
-        raise cli.CommandError(f"--from {cli.masked(args.source)}: {e}", 1) from e
+        raise CommandError(f"--from {masked(args.source)}: {e}", 1) from e
 
     def human() -> None:
         print(
@@ -117,15 +129,12 @@ def cmd_copy(args: argparse.Namespace) -> int:
         elif not report.mismatches:
             print("verified: every other thread's checkpoints and pending writes are in the target")
 
-    cli.emit(args, asdict(report), human)
+    emit(args, asdict(report), human)
     return 1 if report.mismatches or report.refused else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from . import cli
-
-    with cli.open_saver(args) as saver:
-        cli.check_threads(saver, args.thread_ids, "nothing was exported")
+    with open_saver(args, threads=args.thread_ids, what="nothing was exported") as saver:
         if args.output == "-":
             report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
             sys.stdout.flush()
@@ -133,7 +142,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             return 0
         with open(args.output, "w", encoding="utf-8") as fp:
             report = transfer.export_threads(saver, args.thread_ids, fp)
-    cli.emit(args, asdict(report), lambda: print(f"{_export_line(report)} to {args.output}"))
+    emit(args, asdict(report), lambda: print(f"{_export_line(report)} to {args.output}"))
     return 0
 
 
@@ -145,18 +154,16 @@ def _export_line(report: transfer.ExportReport) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from . import cli
-
     try:
-        with _open_input(args.file) as fp, cli.open_saver(args, create=True) as saver:
+        with _open_input(args.file) as fp, open_saver(args, create=True) as saver:
             saver.setup()
             report = transfer.import_threads(saver, fp)
     except transfer.ExportFormatError as e:
-        raise cli.CommandError(f"{args.file}: {e}", 2) from e
+        raise CommandError(f"{args.file}: {e}", 2) from e
     except OSError as e:
-        raise cli.CommandError(f"{args.file}: {e.strerror or e}", 2) from e
+        raise CommandError(f"{args.file}: {e.strerror or e}", 2) from e
 
-    cli.emit(
+    emit(
         args,
         asdict(report),
         lambda: print(

@@ -1,0 +1,131 @@
+"""Command line: migrate the checkpoint tables, browse and maintain threads, move data.
+
+``python -m langgraph.checkpoint.sqlalchemy COMMAND`` (also installed as
+``langgraph-checkpoint-sqlalchemy``). The URL comes from ``--url``, else the environment
+variable ``LANGGRAPH_CHECKPOINT_URL``, else ``sqlite:///checkpoints.sqlite``. Output is
+for people by default; ``--json`` prints one JSON document for scripts. Destructive
+commands ask for confirmation unless ``--yes``.
+
+Exit codes: 0 ok; 1 a check failed or something was not found (``current --check`` not
+at head, a refused confirmation, a failed copy verification, an unknown thread, no
+database at the path or URL, a server that cannot be reached, tables at another
+revision); 2 usage (argparse's own code, also for a bad URL, an unknown or missing
+driver, a bad argument value or file); 141 stdout closed early (``... | head``), as a
+process killed by SIGPIPE; 130 interrupted.
+
+Every error is one line on stderr, ``error: <what happened>. <what to do>``, with the
+password of any URL masked; no traceback. Only a bug of this program prints one.
+
+This module builds the parser and runs :func:`main`. The commands live in one module
+each by what they work on, and import only :mod:`.common` (errors, output, argument
+types, opening the database), never each other or this module:
+
+- :mod:`.schema`: ``upgrade``, ``downgrade``, ``current``, ``stamp``;
+- :mod:`.threads`: ``threads list|show|delete``, ``prune``, ``copy-thread``, ``stats``;
+- :mod:`.data`: ``copy``, ``export``, ``import``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .._engines import DEFAULT_URL, url_from_env
+from . import data, schema, threads
+from .common import Handler, explain, one_line
+
+__all__ = ["main"]
+
+
+def _common() -> argparse.ArgumentParser:
+    # Global options are accepted before or after the command ("upgrade --url URL").
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS, help="database URL or SQLite path")
+    common.add_argument("--schema", default=argparse.SUPPRESS, help="PostgreSQL schema")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    common.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="do not ask before destructive steps",
+    )
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="langgraph-checkpoint-sqlalchemy",
+        description="Manage the checkpoint tables and threads of langgraph-checkpoint-sqlalchemy.",
+    )
+    parser.add_argument(
+        "--url",
+        default=url_from_env(),
+        help="database URL or SQLite path (default: $LANGGRAPH_CHECKPOINT_URL, else "
+        f"{DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--schema",
+        default=os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA"),
+        help="PostgreSQL schema of the tables (default: $LANGGRAPH_CHECKPOINT_SCHEMA)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--yes", "-y", action="store_true", help="do not ask before destructive steps"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    schema.add_commands(sub, common)
+    threads.add_commands(sub, common)
+    data.add_commands(sub, common)
+    return parser
+
+
+def _stdout_gone() -> int:
+    # The reader of stdout went away (``| head``): as the Python docs advise for SIGPIPE,
+    # point stdout at devnull so that the interpreter's final flush cannot fail again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 141
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 ok; 1 a check failed, a confirmation was refused, or something
+        was not found (a thread, the database, the server); 2 usage, a bad URL or a
+        missing driver (argparse exits with 2 itself); 141 stdout was closed early; 130
+        interrupted. Errors are one line on stderr, never a traceback (except for a bug).
+    """
+    args = _parser().parse_args(argv)
+    handler: Handler = args.handler
+    urls = [
+        u
+        for u in (args.url, getattr(args, "source", None), getattr(args, "target", None))
+        if isinstance(u, str)
+    ]
+    try:
+        code = handler(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        explained = explain(e, getattr(args, "url_in_use", None))
+        if explained is None:
+            raise
+        message, code = explained
+        print(f"error: {one_line(message, urls)}", file=sys.stderr)
+        return code

@@ -1,0 +1,122 @@
+"""CLI commands on the schema of the checkpoint tables: ``upgrade``, ``downgrade``,
+``current``, ``stamp``, and their parsers (:func:`add_commands`).
+
+Each is a thin layer over :mod:`langgraph.checkpoint.sqlalchemy.migrate` on one write
+transaction (:func:`.common.schema_connection`); ``--sql`` prints the DDL offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .. import migrate
+from .common import add_command, confirm, emit, resolve, schema_connection, where
+
+
+def _state(current: str | None) -> str:
+    if current == migrate.head_revision():
+        return "at head"
+    if migrate.is_ahead(current):
+        return (
+            "ahead of this package: migrated by a newer version of "
+            "langgraph-checkpoint-sqlalchemy; upgrade the package"
+        )
+    return "behind head: run langgraph-checkpoint-sqlalchemy upgrade"
+
+
+def _revision_line(args: argparse.Namespace, current: str | None) -> None:
+    print(
+        f"{where(args)}: revision {current or 'none'} (head {migrate.head_revision()}), "
+        f"{_state(current)}"
+    )
+
+
+def _revision_json(current: str | None) -> dict[str, Any]:
+    head = migrate.head_revision()
+    return {
+        "revision": current,
+        "head": head,
+        "at_head": current == head,
+        "ahead": migrate.is_ahead(current),
+    }
+
+
+def _print_revision(args: argparse.Namespace, current: str | None) -> None:
+    emit(args, _revision_json(current), lambda: _revision_line(args, current))
+
+
+def _offline(args: argparse.Namespace, command: str) -> int:
+    """``--sql``: print the DDL of ``command`` to ``args.revision``, touching no database."""
+    resolve(args.url)
+    sys.stdout.write(migrate.offline_sql(args.url, command, args.revision, args.schema))
+    return 0
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    if args.sql:
+        return _offline(args, "upgrade")
+    with schema_connection(args, create=True) as conn:
+        migrate.upgrade(conn, args.revision, schema=args.schema)
+        current = migrate.current_revision(conn, schema=args.schema)
+    _print_revision(args, current)
+    return 0
+
+
+def cmd_downgrade(args: argparse.Namespace) -> int:
+    if args.sql:
+        return _offline(args, "downgrade")
+    if args.revision == "base":
+        confirm(args, f"Drop every checkpoint table of this library at {where(args)}?")
+    with schema_connection(args) as conn:
+        migrate.downgrade(conn, args.revision, schema=args.schema)
+        current = migrate.current_revision(conn, schema=args.schema)
+    _print_revision(args, current)
+    return 0
+
+
+def cmd_current(args: argparse.Namespace) -> int:
+    with schema_connection(args) as conn:
+        current = migrate.current_revision(conn, schema=args.schema)
+    _print_revision(args, current)
+    if args.check and current != migrate.head_revision():
+        print(f"error: the tables are {_state(current)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_stamp(args: argparse.Namespace) -> int:
+    # No new SQLite file: a version table alone would pass "current --check" with no tables.
+    with schema_connection(args) as conn:
+        migrate.stamp(conn, args.revision, schema=args.schema)
+        current = migrate.current_revision(conn, schema=args.schema)
+    _print_revision(args, current)
+    return 0
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the schema commands to the CLI's subparsers ``sub``.
+
+    Args:
+        sub: What ``ArgumentParser.add_subparsers`` returned.
+        common: The parent parser of the global options.
+    """
+    up = add_command(sub, common, "upgrade", cmd_upgrade, "migrate the tables up (to head)")
+    up.add_argument("revision", nargs="?", default="head")
+    up.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
+    down = add_command(
+        sub,
+        common,
+        "downgrade",
+        cmd_downgrade,
+        "migrate down to REVISION ('base' drops our tables)",
+    )
+    down.add_argument("revision")
+    down.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
+    cur = add_command(sub, common, "current", cmd_current, "print the database's revision")
+    cur.add_argument("--check", action="store_true", help="exit 1 unless at head")
+    stamp = add_command(
+        sub, common, "stamp", cmd_stamp, "record REVISION as current without migrating"
+    )
+    stamp.add_argument("revision")
