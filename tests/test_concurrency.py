@@ -27,6 +27,8 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
+from .provision import new_saver_args
+
 WORKERS = 16
 CHECKPOINTS = 20
 GRAPH_RUNS = 3
@@ -291,23 +293,12 @@ async def test_sync_methods_return_promptly_inside_a_running_loop(saver: SQLAlch
     assert latest is not None and latest.config == box["config"]
 
 
-def _args_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
-    if backend == "sqlite-file":
-        return {"conn_string": f"sqlite:///{tmp_path / 'noloop.sqlite'}"}
-    if backend == "sqlite-memory":
-        return {"conn_string": ":memory:"}
-    return {
-        "conn_string": request.getfixturevalue("postgres_url"),
-        "schema": f"noloop_{uuid.uuid4().hex[:10]}",
-    }
-
-
 def test_saver_works_without_any_event_loop(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()
-    saver = SQLAlchemySaver.from_conn_string(**_args_for(backend, tmp_path, request))
+    saver = SQLAlchemySaver.from_conn_string(**new_saver_args(backend, request, tmp_path))
     try:
         saver.setup()
         parent: RunnableConfig | None = None

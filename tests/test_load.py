@@ -28,7 +28,7 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 
-from .conftest import BACKENDS, new_saver_args
+from .provision import BACKENDS, new_saver_args
 
 WORKERS = 32
 #: How long the workers run, in seconds (each finishes the invoke it is in)...

@@ -39,7 +39,6 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
 )
 
 from .doors import Door
-from .test_transfer import pg_database  # noqa: F401  (fixture)
 
 #: 1,000 characters of emoji and CJK text (4-byte and 3-byte UTF-8).
 LONG_THREAD = ("🧵線程😀スレッド🚀" * 200)[:THREAD_ID_MAX_LENGTH]
@@ -379,7 +378,7 @@ async def test_copy_from_official_saver_with_long_names(
     saver: SQLAlchemySaver,
     source_kind: str,
     tmp_path: Path,
-    pg_database: Callable[[], str],  # noqa: F811
+    pg_database: Callable[[], str],
 ) -> None:
     where = _official_source(source_kind, tmp_path, pg_database)
     with open_source(where) as source:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
@@ -44,7 +43,7 @@ from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, configure_engine, resolve_urls
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 
-from .conftest import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
+from .provision import BACKENDS, fresh_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
@@ -74,63 +73,20 @@ class Target:
         return engine
 
 
-def _create_database() -> str:
-    name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
-    return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-
-
-def _drop_database(url: str) -> None:
-    name = make_url(url).database
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
-
-
 @pytest.fixture
-def fresh_pg_url() -> Iterator[str]:
+def fresh_pg_url(fresh_databases: Callable[..., str]) -> str:
     """URL of a new, empty PostgreSQL database, dropped after the test."""
     if "postgres" not in BACKENDS:
         pytest.skip("postgres backend not selected (LGSA_TEST_BACKENDS)")
-    url = _create_database()
-    try:
-        yield url
-    finally:
-        _drop_database(url)
+    return fresh_databases("postgres", prefix="lgsa_mig")
 
 
 @pytest.fixture(params=TARGET_KINDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     """A fresh database: SQLite file, or a new PostgreSQL database plus a schema name."""
-    if request.param == "sqlite-file":
-        yield Target("sqlite-file", f"sqlite:///{tmp_path / 'migrations.sqlite'}", None)
-        return
-    if request.param == "mariadb":
-        name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE `{name}`"))
-        try:
-            url = make_url(MARIADB_ADMIN_URL).set(database=name)
-            yield Target("mariadb", url.render_as_string(hide_password=False), None)
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-            admin.dispose()
-        return
-    url = _create_database()
-    try:
-        yield Target("postgres", url, f"s_{uuid.uuid4().hex[:10]}")
-    finally:
-        _drop_database(url)
+    kind = request.param
+    with fresh_database(kind, tmp_path, prefix="lgsa_mig", filename="migrations.sqlite") as url:
+        yield Target(kind, url, f"s_{uuid.uuid4().hex[:10]}" if kind == "postgres" else None)
 
 
 def _migrate(target: Target, direction: str, revision: str, *, schema: Any = "target") -> None:

@@ -16,7 +16,6 @@ import operator
 import sqlite3
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +42,6 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
     open_source,
 )
 
-from .conftest import MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
-
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
 THREADS = ("hitl", "sub", "fail")
 
@@ -60,46 +57,6 @@ def cfg(thread_id: str) -> dict[str, Any]:
 
 
 # -- databases --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pg_database() -> Iterator[Callable[[], str]]:
-    """Call it for the URL of a new, empty PostgreSQL database (dropped after the test)."""
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"lgsa_tr_{uuid.uuid4().hex[:12]}"
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        made.append(name)
-        return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(False)
-
-    yield make
-    with admin.connect() as conn:
-        for name in made:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-@pytest.fixture
-def mariadb_database() -> Iterator[Callable[[], str]]:
-    """Call it for the URL of a new MariaDB database (dropped after the test)."""
-    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"lgsa_tr_{uuid.uuid4().hex[:12]}"
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE `{name}`"))
-        made.append(name)
-        return make_url(MARIADB_ADMIN_URL).set(database=name).render_as_string(False)
-
-    yield make
-    with admin.connect() as conn:
-        for name in made:
-            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-    admin.dispose()
 
 
 @contextmanager
