@@ -22,11 +22,11 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
+from .graphs import chain
 from .provision import new_saver_args
 
 WORKERS = 16
@@ -187,13 +187,7 @@ def build_graph(checkpointer: Any) -> Any:
     def double_check(state: CounterState) -> dict[str, Any]:
         return {"trail": [f"seen {state['count']}"]}
 
-    builder = StateGraph(CounterState)
-    builder.add_node("bump", bump)
-    builder.add_node("double_check", double_check)
-    builder.add_edge(START, "bump")
-    builder.add_edge("bump", "double_check")
-    builder.add_edge("double_check", END)
-    return builder.compile(checkpointer=checkpointer)
+    return chain(CounterState, bump, double_check, checkpointer=checkpointer)
 
 
 def reference_history_length() -> int:

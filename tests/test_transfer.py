@@ -42,6 +42,9 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
     open_source,
 )
 
+from .graphs import chain
+from .graphs import thread as cfg
+
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
 THREADS = ("hitl", "sub", "fail")
 
@@ -50,10 +53,6 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [*PROG, *args], capture_output=True, text=True, input=stdin, timeout=300, check=False
     )
-
-
-def cfg(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
 
 
 # -- databases --------------------------------------------------------------------------
@@ -122,15 +121,7 @@ def hitl_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
     def publish(state: State) -> dict[str, Any]:
         return {"log": [f"publish after {len(state['log'])}"]}
 
-    b = StateGraph(State)
-    b.add_node("draft", draft)
-    b.add_node("review", review)
-    b.add_node("publish", publish)
-    b.add_edge(START, "draft")
-    b.add_edge("draft", "review")
-    b.add_edge("review", "publish")
-    b.add_edge("publish", END)
-    return b.compile(checkpointer=saver)
+    return chain(State, draft, review, publish, checkpointer=saver)
 
 
 def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
@@ -142,12 +133,7 @@ def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
         answer = interrupt("inner question")
         return {"log": [f"inner_ask:{answer}"]}
 
-    inner = StateGraph(State)
-    inner.add_node("inner_a", inner_a)
-    inner.add_node("inner_ask", inner_ask)
-    inner.add_edge(START, "inner_a")
-    inner.add_edge("inner_a", "inner_ask")
-    inner.add_edge("inner_ask", END)
+    inner = chain(State, inner_a, inner_ask)
 
     def before(state: State) -> dict[str, Any]:
         return {"log": ["before"]}
@@ -155,15 +141,7 @@ def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
     def after(state: State) -> dict[str, Any]:
         return {"log": [f"after {len(state['log'])}"]}
 
-    b = StateGraph(State)
-    b.add_node("before", before)
-    b.add_node("inner", inner.compile())
-    b.add_node("after", after)
-    b.add_edge(START, "before")
-    b.add_edge("before", "inner")
-    b.add_edge("inner", "after")
-    b.add_edge("after", END)
-    return b.compile(checkpointer=saver)
+    return chain(State, before, ("inner", inner), after, checkpointer=saver)
 
 
 def fail_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
