@@ -21,6 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, server
 from langgraph.checkpoint.sqlalchemy._maintenance import checkpoint_time, id_at
 
+from .checkpoints import put_numbered_chain
 from .provision import BACKENDS, fresh_database
 
 
@@ -49,20 +50,12 @@ def run_cli(*args: str, url: str, stdin: str | None = None) -> subprocess.Comple
 def fill(saver: SQLAlchemySaver, threads: int, per_thread: int, ns: str = "") -> None:
     """``per_thread`` checkpoints (a chain) on each of ``threads`` threads, with a write."""
     for t in range(threads):
-        config: dict[str, Any] = {"configurable": {"thread_id": f"t{t}", "checkpoint_ns": ns}}
-        checkpoint = empty_checkpoint()
-        for step in range(per_thread):
-            checkpoint = create_checkpoint(checkpoint, None, step)
-            version = saver.get_next_version(None, None)
-            checkpoint["channel_values"] = {"n": step}
-            checkpoint["channel_versions"] = {"n": version}
-            config = saver.put(
-                config,
-                checkpoint,
-                {"source": "loop", "step": step, "parents": {}},
-                {"n": version},
-            )
-        saver.put_writes(config, [("n", 99)], "task-1")
+        put_numbered_chain(
+            saver,
+            {"configurable": {"thread_id": f"t{t}", "checkpoint_ns": ns}},
+            per_thread,
+            lambda step: {"source": "loop", "step": step, "parents": {}},
+        )
 
 
 @pytest.fixture

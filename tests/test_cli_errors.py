@@ -20,15 +20,15 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+from langgraph.checkpoint.base import empty_checkpoint
 from sqlalchemy import Column, MetaData, String, Table, create_engine, update
 from sqlalchemy.engine import make_url
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, migrate
 
+from .checkpoints import put_numbered_chain
 from .provision import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL, fresh_database
 
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
@@ -48,16 +48,12 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def put_chain(saver: SQLAlchemySaver, thread_id: str, steps: int, note: str = "") -> None:
-    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-    checkpoint = empty_checkpoint()
-    for step in range(steps):
-        checkpoint = create_checkpoint(checkpoint, None, step)
-        version = saver.get_next_version(None, None)
-        checkpoint["channel_values"] = {"n": step}
-        checkpoint["channel_versions"] = {"n": version}
-        metadata: Any = {"source": "loop", "step": step, "note": note}
-        config = saver.put(config, checkpoint, metadata, {"n": version})
-    saver.put_writes(config, [("n", 99)], "task-1")
+    put_numbered_chain(
+        saver,
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        steps,
+        lambda step: {"source": "loop", "step": step, "note": note},
+    )
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
     open_source,
 )
 
+from .checkpoints import config as make_config
 from .doors import Door
 from .graphs import chain
 
@@ -54,12 +55,7 @@ BIG = "b" * 50_000  # goes to the blobs table, not inline
 
 
 def cfg(thread_id: str, ns: str | None = None, checkpoint_id: str | None = None) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if ns is not None:
-        configurable["checkpoint_ns"] = ns
-    if checkpoint_id is not None:
-        configurable["checkpoint_id"] = checkpoint_id
-    return {"configurable": configurable}
+    return make_config(thread_id, checkpoint_id, ns)
 
 
 async def put_chain(
