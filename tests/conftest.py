@@ -5,42 +5,28 @@ and MariaDB, each through the sync and the async methods (the ``door`` fixture).
 test gets empty tables of its own: a new SQLite file in ``tmp_path``, a new in-memory
 database, a new PostgreSQL schema inside a database created for this test run and
 dropped at its end, or a new MariaDB database dropped after the test, so nothing leaks
-between tests or runs.
-
-MariaDB: ``LGSA_TEST_MARIADB_URL`` (default
-``mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4``).
-
-PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
-``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database
-to connect to for creating the run's database. Set ``LGSA_TEST_BACKENDS`` to a comma
-list (e.g. ``sqlite-file,postgres``) to run a subset.
+between tests or runs. Tests that need whole databases of their own call
+``fresh_databases``. Every database is made by :mod:`tests.provision` (its docstring
+names the environment variables: server URLs and ``LGSA_TEST_BACKENDS``).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
 from .doors import Door
+from .provision import BACKENDS, MARIADB_ADMIN_URL, fresh_database, new_saver_args
 
-ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres", "mariadb")
-BACKENDS = tuple(
-    b for b in os.environ.get("LGSA_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
-)
-POSTGRES_ADMIN_URL = os.environ.get(
-    "LGSA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
-MARIADB_ADMIN_URL = os.environ.get(
-    "LGSA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"
-)
 #: The tests store 40 MB values, which need a max_allowed_packet above 80 MB (MariaDB:
 #: 16 MB by default).
 MARIADB_MIN_PACKET = 128 * 1024 * 1024
@@ -49,16 +35,31 @@ MARIADB_MIN_PACKET = 128 * 1024 * 1024
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """URL of a PostgreSQL database created for this test run (dropped at the end)."""
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"lgsa_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database("postgres", name=f"lgsa_test_{os.getpid()}_{uuid.uuid4().hex[:8]}") as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_databases(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Call it as ``fresh_databases(backend, **options)`` for the URL of a new, empty
+    database of this test (options as for :func:`tests.provision.fresh_database`); all
+    are dropped after the test."""
+    with ExitStack() as stack:
+        yield lambda backend, **options: stack.enter_context(
+            fresh_database(backend, tmp_path, **options)
+        )
+
+
+@pytest.fixture
+def pg_database(fresh_databases: Callable[..., str]) -> Callable[[], str]:
+    """Call it for the URL of a new, empty PostgreSQL database (dropped after the test)."""
+    return lambda: fresh_databases("postgres", prefix="lgsa_tr")
+
+
+@pytest.fixture
+def mariadb_database(fresh_databases: Callable[..., str]) -> Callable[[], str]:
+    """Call it for the URL of a new MariaDB database (dropped after the test)."""
+    return lambda: fresh_databases("mariadb", prefix="lgsa_tr")
 
 
 def _mariadb_packet(value: int | None = None) -> int | None:
@@ -109,30 +110,6 @@ def mariadb_url() -> Iterator[str]:
             f"{MARIADB_MIN_PACKET} (the test session sets it when it starts)"
         )
     yield MARIADB_ADMIN_URL
-
-
-def _drop_mariadb_database(name: str) -> None:
-    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-    admin.dispose()
-
-
-def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
-    """``from_conn_string`` arguments for a fresh, empty store on ``backend``."""
-    if backend == "sqlite-file":
-        return {"conn_string": f"sqlite:///{tmp_path / 'checkpoints.sqlite'}"}
-    if backend == "sqlite-memory":
-        return {"conn_string": ":memory:"}
-    if backend == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        return {"conn_string": url, "schema": f"t_{uuid.uuid4().hex[:12]}"}
-    if backend == "mariadb":
-        url = request.getfixturevalue("mariadb_url")
-        name = f"lgsa_test_{uuid.uuid4().hex[:12]}"
-        request.addfinalizer(lambda: _drop_mariadb_database(name))
-        return {"conn_string": url, "schema": name}
-    raise ValueError(backend)
 
 
 @pytest.fixture(params=BACKENDS)

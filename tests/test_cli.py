@@ -17,32 +17,22 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from sqlalchemy import create_engine, text
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, server
 from langgraph.checkpoint.sqlalchemy._maintenance import checkpoint_time, id_at
 
-from .conftest import BACKENDS
+from .checkpoints import put_numbered_chain
+from .provision import BACKENDS, fresh_database
 
 
 @pytest.fixture(params=[b for b in ("sqlite-file", "postgres") if b in BACKENDS])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """URL of an empty database with our tables (its own file, or its own PostgreSQL
     database for this test)."""
-    if request.param == "sqlite-file":
-        target = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    with fresh_database(
+        request.param, tmp_path, prefix="lgsa_cli", filename="cli.sqlite"
+    ) as target:
         yield target
-        return
-    base = request.getfixturevalue("postgres_url")
-    name = f"lgsa_cli_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    target = base.rsplit("/", 1)[0] + "/" + name
-    yield target
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def run_cli(*args: str, url: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -60,20 +50,12 @@ def run_cli(*args: str, url: str, stdin: str | None = None) -> subprocess.Comple
 def fill(saver: SQLAlchemySaver, threads: int, per_thread: int, ns: str = "") -> None:
     """``per_thread`` checkpoints (a chain) on each of ``threads`` threads, with a write."""
     for t in range(threads):
-        config: dict[str, Any] = {"configurable": {"thread_id": f"t{t}", "checkpoint_ns": ns}}
-        checkpoint = empty_checkpoint()
-        for step in range(per_thread):
-            checkpoint = create_checkpoint(checkpoint, None, step)
-            version = saver.get_next_version(None, None)
-            checkpoint["channel_values"] = {"n": step}
-            checkpoint["channel_versions"] = {"n": version}
-            config = saver.put(
-                config,
-                checkpoint,
-                {"source": "loop", "step": step, "parents": {}},
-                {"n": version},
-            )
-        saver.put_writes(config, [("n", 99)], "task-1")
+        put_numbered_chain(
+            saver,
+            {"configurable": {"thread_id": f"t{t}", "checkpoint_ns": ns}},
+            per_thread,
+            lambda step: {"source": "loop", "step": step, "parents": {}},
+        )
 
 
 @pytest.fixture

@@ -20,16 +20,16 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
-from sqlalchemy import Column, MetaData, String, Table, create_engine, text, update
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import Column, MetaData, String, Table, create_engine, update
 from sqlalchemy.engine import make_url
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, migrate
 
-from .conftest import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
+from .checkpoints import put_numbered_chain
+from .provision import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL, fresh_database
 
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
 SERVER_BACKENDS = [b for b in ("sqlite-file", "postgres", "mariadb") if b in BACKENDS]
@@ -43,35 +43,17 @@ version_table = Table("lgsa_alembic_version", MetaData(), Column("version_num", 
 def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """URL of an empty database of this test: a SQLite path not yet created, a new
     PostgreSQL database or a new MariaDB database (dropped afterwards)."""
-    if request.param == "sqlite-file":
-        yield f"sqlite:///{tmp_path / 'db.sqlite'}"
-        return
-    name = f"lgsa_clierr_{uuid.uuid4().hex[:10]}"
-    admin_url = POSTGRES_ADMIN_URL if request.param == "postgres" else MARIADB_ADMIN_URL
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    quote = '"' if request.param == "postgres" else "`"
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {quote}{name}{quote}"))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        force = " WITH (FORCE)" if request.param == "postgres" else ""
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {quote}{name}{quote}{force}"))
-        admin.dispose()
+    with fresh_database(request.param, tmp_path, prefix="lgsa_clierr") as url:
+        yield url
 
 
 def put_chain(saver: SQLAlchemySaver, thread_id: str, steps: int, note: str = "") -> None:
-    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-    checkpoint = empty_checkpoint()
-    for step in range(steps):
-        checkpoint = create_checkpoint(checkpoint, None, step)
-        version = saver.get_next_version(None, None)
-        checkpoint["channel_values"] = {"n": step}
-        checkpoint["channel_versions"] = {"n": version}
-        metadata: Any = {"source": "loop", "step": step, "note": note}
-        config = saver.put(config, checkpoint, metadata, {"n": version})
-    saver.put_writes(config, [("n", 99)], "task-1")
+    put_numbered_chain(
+        saver,
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        steps,
+        lambda step: {"source": "loop", "step": step, "note": note},
+    )
 
 
 @pytest.fixture

@@ -22,10 +22,12 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+
+from .graphs import chain
+from .provision import new_saver_args
 
 WORKERS = 16
 CHECKPOINTS = 20
@@ -185,13 +187,7 @@ def build_graph(checkpointer: Any) -> Any:
     def double_check(state: CounterState) -> dict[str, Any]:
         return {"trail": [f"seen {state['count']}"]}
 
-    builder = StateGraph(CounterState)
-    builder.add_node("bump", bump)
-    builder.add_node("double_check", double_check)
-    builder.add_edge(START, "bump")
-    builder.add_edge("bump", "double_check")
-    builder.add_edge("double_check", END)
-    return builder.compile(checkpointer=checkpointer)
+    return chain(CounterState, bump, double_check, checkpointer=checkpointer)
 
 
 def reference_history_length() -> int:
@@ -291,23 +287,12 @@ async def test_sync_methods_return_promptly_inside_a_running_loop(saver: SQLAlch
     assert latest is not None and latest.config == box["config"]
 
 
-def _args_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
-    if backend == "sqlite-file":
-        return {"conn_string": f"sqlite:///{tmp_path / 'noloop.sqlite'}"}
-    if backend == "sqlite-memory":
-        return {"conn_string": ":memory:"}
-    return {
-        "conn_string": request.getfixturevalue("postgres_url"),
-        "schema": f"noloop_{uuid.uuid4().hex[:10]}",
-    }
-
-
 def test_saver_works_without_any_event_loop(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()
-    saver = SQLAlchemySaver.from_conn_string(**_args_for(backend, tmp_path, request))
+    saver = SQLAlchemySaver.from_conn_string(**new_saver_args(backend, request, tmp_path))
     try:
         saver.setup()
         parent: RunnableConfig | None = None

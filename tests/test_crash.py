@@ -45,7 +45,7 @@ from sqlalchemy.pool import NullPool
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _inline, _ops
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
-from .conftest import BACKENDS, new_saver_args
+from .provision import BACKENDS, new_saver_args
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Backends whose data outlives a process (not ``:memory:``).

@@ -31,7 +31,8 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
-from .doors import Door
+from .doors import Door, restarted
+from .graphs import chain, extend
 
 SNAPSHOT_FREQUENCY = 5
 RECURSION_LIMIT = 10_000
@@ -41,11 +42,6 @@ RECURSION_LIMIT = 10_000
 
 def thread(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": RECURSION_LIMIT}
-
-
-def restarted(saver_factory: Any, mode: str) -> Door:
-    """A second saver on the same database: a new process, in spirit."""
-    return Door(saver_factory(shared=True), mode)
 
 
 def _engine(saver: Any) -> Any:
@@ -90,11 +86,6 @@ def namespaces(saver: Any, thread_id: str) -> set[str]:
         )
 
 
-def _extend(state: list, writes: Sequence[list]) -> list:
-    """DeltaChannel reducer: the batch of writes (each a list) appended in order."""
-    return [*state, *(item for write in writes for item in write)]
-
-
 # -- a loop graph: one item appended per step, up to a target ----------------------------
 
 
@@ -108,14 +99,14 @@ class PlainLoopState(TypedDict):
 
 
 class DeltaLoopState(TypedDict):
-    items: Annotated[list, DeltaChannel(_extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
+    items: Annotated[list, DeltaChannel(extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
     target: int
 
 
 class NoSnapshotLoopState(TypedDict):
     """A DeltaChannel that takes no snapshot within these runs: writes only."""
 
-    items: Annotated[list, DeltaChannel(_extend, snapshot_frequency=1000)]
+    items: Annotated[list, DeltaChannel(extend, snapshot_frequency=1000)]
     target: int
 
 
@@ -276,7 +267,7 @@ TOOL_CALLS: Counter[str] = Counter()
 
 
 class AgentState(TypedDict):
-    messages: Annotated[list, DeltaChannel(_extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
+    messages: Annotated[list, DeltaChannel(extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
 
 
 def agent_graph(saver: Any) -> Any:
@@ -396,12 +387,12 @@ async def test_prune_keeps_finished_parallel_tools_for_the_resume(
 
 
 class InnerState(TypedDict):
-    notes: Annotated[list, DeltaChannel(_extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
+    notes: Annotated[list, DeltaChannel(extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
     answer: str
 
 
 class OuterState(TypedDict):
-    log: Annotated[list, DeltaChannel(_extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
+    log: Annotated[list, DeltaChannel(extend, snapshot_frequency=SNAPSHOT_FREQUENCY)]
     answer: str
 
 
@@ -436,13 +427,7 @@ def nested_graph(saver: Any) -> Any:
         out = inner_graph.invoke({"notes": []})
         return {"answer": out["answer"], "log": [f"child {len(out['notes'])} notes"]}
 
-    outer = StateGraph(OuterState)
-    outer.add_node("begin", begin)
-    outer.add_node("child", child)
-    outer.add_edge(START, "begin")
-    outer.add_edge("begin", "child")
-    outer.add_edge("child", END)
-    return outer.compile(checkpointer=saver)
+    return chain(OuterState, begin, child, checkpointer=saver)
 
 
 async def test_pruned_subgraph_namespace_resumes_its_delta_channel(

@@ -26,21 +26,12 @@ from sqlalchemy.exc import OperationalError
 
 from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointHistoryError
 
+from .checkpoints import config as cfg
 from .doors import Door
 
 # -- helpers -----------------------------------------------------------------------------
 
 Writes = Sequence[tuple[str, str, Sequence[tuple[str, Any]]]]
-
-
-def cfg(thread_id: str, checkpoint_id: str | None = None, ns: str | None = None) -> Any:
-    """A config; keys left out when their argument is None."""
-    c: dict[str, Any] = {"thread_id": thread_id}
-    if ns is not None:
-        c["checkpoint_ns"] = ns
-    if checkpoint_id is not None:
-        c["checkpoint_id"] = checkpoint_id
-    return {"configurable": c}
 
 
 def cid(n: int) -> str:

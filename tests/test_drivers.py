@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -31,8 +30,8 @@ from langgraph.checkpoint.sqlalchemy import (
 )
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
-from .conftest import BACKENDS, _drop_mariadb_database
 from .doors import Door
+from .provision import BACKENDS, new_saver_args
 
 #: (backend of conftest, URL dialect, driver, module the driver imports)
 MATRIX = [
@@ -68,16 +67,9 @@ def _url_and_schema(
     """A URL naming ``dialect+driver`` for a fresh store on ``backend``, and its schema."""
     if backend not in BACKENDS:
         pytest.skip(f"{backend} not in LGSA_TEST_BACKENDS")
-    if backend == "sqlite-file":
-        return f"sqlite+{driver}:///{tmp_path / 'checkpoints.sqlite'}", None
-    if backend == "postgres":
-        url = make_url(request.getfixturevalue("postgres_url"))
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-    else:
-        url = make_url(request.getfixturevalue("mariadb_url"))
-        schema = f"lgsa_test_{uuid.uuid4().hex[:12]}"
-        request.addfinalizer(lambda: _drop_mariadb_database(schema))
-    return url.set(drivername=f"{dialect}+{driver}").render_as_string(False), schema
+    args = new_saver_args(backend, request, tmp_path)
+    url = make_url(args["conn_string"]).set(drivername=f"{dialect}+{driver}")
+    return url.render_as_string(False), args.get("schema")
 
 
 async def _whole_path(door: Door) -> None:

@@ -10,7 +10,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
-from .conftest import BACKENDS, new_saver_args
+from .provision import BACKENDS, new_saver_args
 
 METADATA: list[dict[str, Any]] = [
     {

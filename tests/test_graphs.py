@@ -12,7 +12,6 @@ import operator
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 from langgraph.channels.delta import DeltaChannel
@@ -20,17 +19,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
-from .doors import Door
-
-
-def thread(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
-
-
-def restarted(saver_factory: Any, mode: str) -> Door:
-    """A second saver on the same database: a new process, in spirit."""
-    return Door(saver_factory(shared=True), mode)
-
+from .doors import Door, restarted
+from .graphs import chain, echo_graph, extend, thread
 
 # -- multi-turn conversation -------------------------------------------------------------
 
@@ -40,15 +30,7 @@ class ChatState(TypedDict):
 
 
 def chat_graph(door: Door) -> Any:
-    def reply(state: ChatState) -> dict[str, Any]:
-        last = state["messages"][-1]
-        return {"messages": [f"echo {last} (seen {len(state['messages'])})"]}
-
-    builder = StateGraph(ChatState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=door.saver)
+    return echo_graph(door.saver, ChatState, "echo {last} (seen {seen})")
 
 
 async def test_multi_turn_conversation_survives_a_restart(
@@ -105,15 +87,7 @@ def approval_graph(door: Door, calls: Counter[str]) -> Any:
         calls["finish"] += 1
         return {"log": [f"finished with {state['approved']}"]}
 
-    builder = StateGraph(ApprovalState)
-    builder.add_node("prepare", prepare)
-    builder.add_node("ask", ask)
-    builder.add_node("finish", finish)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", "finish")
-    builder.add_edge("finish", END)
-    return builder.compile(checkpointer=door.saver)
+    return chain(ApprovalState, prepare, ask, finish, checkpointer=door.saver)
 
 
 async def test_interrupt_then_resume_in_a_new_process(
@@ -156,11 +130,7 @@ def multi_question_graph(door: Door) -> Any:
         answers = [interrupt(f"question {i}") for i in range(3)]
         return {"log": answers}
 
-    builder = StateGraph(ApprovalState)
-    builder.add_node("interview", interview)
-    builder.add_edge(START, "interview")
-    builder.add_edge("interview", END)
-    return builder.compile(checkpointer=door.saver)
+    return chain(ApprovalState, interview, checkpointer=door.saver)
 
 
 async def test_several_interrupts_in_one_node_each_resumed_by_a_new_process(
@@ -195,14 +165,7 @@ def trail_graph(door: Door, calls: Counter[str] | None = None) -> Any:
 
         return node
 
-    builder = StateGraph(TrailState)
-    for name in ("a", "b", "c"):
-        builder.add_node(name, step(name))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
-    return builder.compile(checkpointer=door.saver)
+    return chain(TrailState, *((name, step(name)) for name in "abc"), checkpointer=door.saver)
 
 
 async def test_time_travel_fork(door: Door) -> None:
@@ -330,15 +293,7 @@ def parent_graph(door: Door, calls: Counter[str]) -> Any:
         calls["s2"] += 1
         return {"result": state["result"] + "+s2"}
 
-    child = StateGraph(ChildState)
-    child.add_node("s1", s1)
-    child.add_node("s_ask", s_ask)
-    child.add_node("s2", s2)
-    child.add_edge(START, "s1")
-    child.add_edge("s1", "s_ask")
-    child.add_edge("s_ask", "s2")
-    child.add_edge("s2", END)
-    subgraph = child.compile()  # inherits the parent's checkpointer
+    subgraph = chain(ChildState, s1, s_ask, s2)  # inherits the parent's checkpointer
 
     def p1(state: ParentState) -> dict[str, Any]:
         calls["p1"] += 1
@@ -348,15 +303,7 @@ def parent_graph(door: Door, calls: Counter[str]) -> Any:
         calls["p2"] += 1
         return {"log": [f"p2 saw {state['result']}"]}
 
-    parent = StateGraph(ParentState)
-    parent.add_node("p1", p1)
-    parent.add_node("child", subgraph)
-    parent.add_node("p2", p2)
-    parent.add_edge(START, "p1")
-    parent.add_edge("p1", "child")
-    parent.add_edge("child", "p2")
-    parent.add_edge("p2", END)
-    return parent.compile(checkpointer=door.saver)
+    return chain(ParentState, p1, ("child", subgraph), p2, checkpointer=door.saver)
 
 
 async def test_subgraph_interrupt_and_resume(door: Door, saver_factory: Any, mode: str) -> None:
@@ -499,23 +446,12 @@ async def test_failing_parallel_branch_keeps_siblings_writes(
 # -- DeltaChannel: values rebuilt from stored writes -------------------------------------
 
 
-def _extend(state: list, writes: Sequence[list]) -> list:
-    return [*state, *(item for write in writes for item in write)]
-
-
 class DeltaState(TypedDict):
-    messages: Annotated[list, DeltaChannel(_extend, snapshot_frequency=3)]
+    messages: Annotated[list, DeltaChannel(extend, snapshot_frequency=3)]
 
 
 def delta_graph(door: Door) -> Any:
-    def reply(state: DeltaState) -> dict[str, Any]:
-        return {"messages": [f"echo {state['messages'][-1]} ({len(state['messages'])})"]}
-
-    builder = StateGraph(DeltaState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=door.saver)
+    return echo_graph(door.saver, DeltaState, "echo {last} ({seen})")
 
 
 async def test_delta_channel_is_rebuilt_in_a_new_process(

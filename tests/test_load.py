@@ -20,7 +20,6 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy import event, func, select
 from typing_extensions import TypedDict
@@ -28,7 +27,8 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 
-from .conftest import BACKENDS, new_saver_args
+from .graphs import chain, thread
+from .provision import BACKENDS, new_saver_args
 
 WORKERS = 32
 #: How long the workers run, in seconds (each finishes the invoke it is in)...
@@ -53,17 +53,11 @@ def build_graph(saver: SQLAlchemySaver) -> CompiledStateGraph[Any]:
     def second(state: State) -> dict[str, Any]:
         return {"log": ["second"]}
 
-    builder = StateGraph(State)
-    builder.add_node("first", first)
-    builder.add_node("second", second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder.compile(checkpointer=saver)
+    return chain(State, first, second, checkpointer=saver)  # type: ignore[no-any-return]
 
 
 def cfg(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+    return thread(thread_id)  # type: ignore[return-value]
 
 
 def sync_worker(graph: Any, saver: SQLAlchemySaver, worker: int, deadline: float) -> int:

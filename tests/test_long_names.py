@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver, create_checkpoint, empty_checkpoint
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
@@ -38,8 +37,9 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
     open_source,
 )
 
+from .checkpoints import config as make_config
 from .doors import Door
-from .test_transfer import pg_database  # noqa: F401  (fixture)
+from .graphs import chain
 
 #: 1,000 characters of emoji and CJK text (4-byte and 3-byte UTF-8).
 LONG_THREAD = ("🧵線程😀スレッド🚀" * 200)[:THREAD_ID_MAX_LENGTH]
@@ -55,12 +55,7 @@ BIG = "b" * 50_000  # goes to the blobs table, not inline
 
 
 def cfg(thread_id: str, ns: str | None = None, checkpoint_id: str | None = None) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if ns is not None:
-        configurable["checkpoint_ns"] = ns
-    if checkpoint_id is not None:
-        configurable["checkpoint_id"] = checkpoint_id
-    return {"configurable": configurable}
+    return make_config(thread_id, checkpoint_id, ns)
 
 
 async def put_chain(
@@ -262,23 +257,18 @@ def nested_graph(saver: BaseCheckpointSaver[Any]) -> Any:
         answer = interrupt("deep approve?")
         return {"value": f"{state['value']}+{answer}"}
 
-    builder = StateGraph(Nested)
-    builder.add_node("deepest_question_nd", deepest)
-    builder.add_edge(START, "deepest_question_nd")
-    builder.add_edge("deepest_question_nd", END)
-    graph: Any = builder.compile()
+    graph = chain(Nested, ("deepest_question_nd", deepest))
     for level in range(LEVELS - 1, -1, -1):
 
         def mark(state: Nested, level: int = level) -> dict[str, Any]:
             return {"value": f"{state['value']}{level}"}
 
-        builder = StateGraph(Nested)
-        builder.add_node(f"mark_level_{level:02d}_node", mark)
-        builder.add_node(f"nested_level_{level:02d}_sg", graph)
-        builder.add_edge(START, f"mark_level_{level:02d}_node")
-        builder.add_edge(f"mark_level_{level:02d}_node", f"nested_level_{level:02d}_sg")
-        builder.add_edge(f"nested_level_{level:02d}_sg", END)
-        graph = builder.compile(checkpointer=saver) if level == 0 else builder.compile()
+        graph = chain(
+            Nested,
+            (f"mark_level_{level:02d}_node", mark),
+            (f"nested_level_{level:02d}_sg", graph),
+            checkpointer=saver if level == 0 else None,
+        )
     return graph
 
 
@@ -379,7 +369,7 @@ async def test_copy_from_official_saver_with_long_names(
     saver: SQLAlchemySaver,
     source_kind: str,
     tmp_path: Path,
-    pg_database: Callable[[], str],  # noqa: F811
+    pg_database: Callable[[], str],
 ) -> None:
     where = _official_source(source_kind, tmp_path, pg_database)
     with open_source(where) as source:

@@ -26,7 +26,7 @@ from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._loops import _copy_engine
 
-from .conftest import new_saver_args
+from .provision import new_saver_args
 
 
 @pytest.fixture(params=["from_conn_string", "given_engines"])

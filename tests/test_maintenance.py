@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import Checkpoint, create_checkpoint, empty_checkpoint
+from langgraph.checkpoint.base import Checkpoint
 from sqlalchemy import event, select
 
 from langgraph.checkpoint.sqlalchemy import ThreadNotEmptyError
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
+from .checkpoints import next_checkpoint
 from .doors import Door
 
 TABLES = {"checkpoints": checkpoints, "blobs": blobs, "writes": writes}
@@ -100,32 +101,6 @@ def checkpoint_keys(saver: Any, thread_id: str) -> set[tuple[str, str]]:
     return {
         (r["checkpoint_ns"], r["checkpoint_id"]) for r in raw_rows(saver, "checkpoints", thread_id)
     }
-
-
-def next_checkpoint(
-    saver: Any,
-    prev: Checkpoint | None,
-    updates: dict[str, Any],
-    step: int,
-    *,
-    keep_out: tuple[str, ...] = (),
-) -> tuple[Checkpoint, dict[str, Any]]:
-    """The checkpoint after ``prev`` with ``updates`` written, and its ``new_versions``."""
-    base = prev if prev is not None else empty_checkpoint()
-    values = dict(base["channel_values"])
-    versions = dict(base["channel_versions"])
-    new_versions: dict[str, Any] = {}
-    for channel, value in updates.items():
-        versions[channel] = new_versions[channel] = saver.get_next_version(
-            versions.get(channel), None
-        )
-        values[channel] = value
-    for channel in keep_out:
-        values.pop(channel, None)
-    checkpoint = create_checkpoint(
-        {**base, "channel_values": values, "channel_versions": versions}, None, step
-    )
-    return checkpoint, new_versions
 
 
 @dataclass

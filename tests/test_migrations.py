@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import (
     Column,
+    Connection,
     Engine,
     Integer,
     MetaData,
@@ -36,7 +38,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
@@ -45,7 +46,7 @@ from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_u
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 
-from .conftest import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
+from .provision import BACKENDS, fresh_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
@@ -74,112 +75,65 @@ class Target:
         configure_engine(engine)
         return engine
 
-
-def _create_database() -> str:
-    name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
-    return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-
-
-def _drop_database(url: str) -> None:
-    name = make_url(url).database
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    @contextmanager
+    def connect(self, *, begin: bool = False, **options: Any) -> Iterator[Connection]:
+        """A connection through a new :meth:`engine` (in a transaction if ``begin``, with
+        the execution ``options``); the engine is disposed of afterwards."""
+        engine = self.engine()
+        bound = engine.execution_options(**options)
+        try:
+            with bound.begin() if begin else bound.connect() as conn:
+                yield conn
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture
-def fresh_pg_url() -> Iterator[str]:
+def fresh_pg_url(fresh_databases: Callable[..., str]) -> str:
     """URL of a new, empty PostgreSQL database, dropped after the test."""
     if "postgres" not in BACKENDS:
         pytest.skip("postgres backend not selected (LGSA_TEST_BACKENDS)")
-    url = _create_database()
-    try:
-        yield url
-    finally:
-        _drop_database(url)
+    return fresh_databases("postgres", prefix="lgsa_mig")
 
 
 @pytest.fixture(params=TARGET_KINDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     """A fresh database: SQLite file, or a new PostgreSQL database plus a schema name."""
-    if request.param == "sqlite-file":
-        yield Target("sqlite-file", f"sqlite:///{tmp_path / 'migrations.sqlite'}", None)
-        return
-    if request.param == "mariadb":
-        name = f"lgsa_mig_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE `{name}`"))
-        try:
-            url = make_url(MARIADB_ADMIN_URL).set(database=name)
-            yield Target("mariadb", url.render_as_string(hide_password=False), None)
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-            admin.dispose()
-        return
-    url = _create_database()
-    try:
-        yield Target("postgres", url, f"s_{uuid.uuid4().hex[:10]}")
-    finally:
-        _drop_database(url)
+    kind = request.param
+    with fresh_database(kind, tmp_path, prefix="lgsa_mig", filename="migrations.sqlite") as url:
+        yield Target(kind, url, f"s_{uuid.uuid4().hex[:10]}" if kind == "postgres" else None)
 
 
 def _migrate(target: Target, direction: str, revision: str, *, schema: Any = "target") -> None:
     """Run ``migrate.upgrade``/``downgrade`` in one write transaction, as the CLI does."""
     schema = target.schema if schema == "target" else schema
-    engine = target.engine()
-    try:
-        with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
-            if direction == "up":
-                migrate.upgrade(conn, revision, schema=schema)
-            else:
-                migrate.downgrade(conn, revision, schema=schema)
-    finally:
-        engine.dispose()
+    with target.connect(begin=True, **{WRITE_OPTION: True}) as conn:
+        if direction == "up":
+            migrate.upgrade(conn, revision, schema=schema)
+        else:
+            migrate.downgrade(conn, revision, schema=schema)
 
 
 def _tables(target: Target, schema: Any = "target") -> set[str]:
     schema = target.schema if schema == "target" else schema
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            insp = inspect(conn)
-            if schema is not None and not insp.has_schema(schema):
-                return set()
-            return set(insp.get_table_names(schema=schema))
-    finally:
-        engine.dispose()
+    with target.connect() as conn:
+        insp = inspect(conn)
+        if schema is not None and not insp.has_schema(schema):
+            return set()
+        return set(insp.get_table_names(schema=schema))
 
 
 def _version_rows(target: Target, schema: Any = "target") -> list[str]:
     schema = target.schema if schema == "target" else schema
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            table = Table(VERSION_TABLE, MetaData(), autoload_with=conn, schema=schema)
-            return [r[0] for r in conn.execute(select(table.c.version_num))]
-    finally:
-        engine.dispose()
+    with target.connect() as conn:
+        table = Table(VERSION_TABLE, MetaData(), autoload_with=conn, schema=schema)
+        return [r[0] for r in conn.execute(select(table.c.version_num))]
 
 
 def _current(target: Target, schema: Any = "target") -> str | None:
     schema = target.schema if schema == "target" else schema
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            return migrate.current_revision(conn, schema=schema)
-    finally:
-        engine.dispose()
+    with target.connect() as conn:
+        return migrate.current_revision(conn, schema=schema)
 
 
 def _env() -> dict[str, str]:
@@ -371,31 +325,23 @@ def _insert_0002_thread(conn: Any, target: Target, thread_id: str, ns: str) -> s
 
 
 def _raw_keys(target: Target) -> dict[str, set[tuple[str, str]]]:
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            return {
-                name: {
-                    (str(r[0]), str(r[1]))
-                    for r in conn.execute(select(t.c.thread_id, t.c.checkpoint_ns))
-                }
-                for name, t in _rows_0002(target).items()
+    with target.connect() as conn:
+        return {
+            name: {
+                (str(r[0]), str(r[1]))
+                for r in conn.execute(select(t.c.thread_id, t.c.checkpoint_ns))
             }
-    finally:
-        engine.dispose()
+            for name, t in _rows_0002(target).items()
+        }
 
 
 async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Target) -> None:
     _migrate(target, "up", "0002_inline_values")
-    engine = target.engine()
-    try:
-        with engine.begin() as conn:
-            ids = {
-                (thread_id, ns): _insert_0002_thread(conn, target, thread_id, ns)
-                for thread_id, ns in (("plain", ""), ("😀" * 255, "子"), (MARKED, MARKED))
-            }
-    finally:
-        engine.dispose()
+    with target.connect(begin=True) as conn:
+        ids = {
+            (thread_id, ns): _insert_0002_thread(conn, target, thread_id, ns)
+            for thread_id, ns in (("plain", ""), ("😀" * 255, "子"), (MARKED, MARKED))
+        }
 
     def check(saver: SQLAlchemySaver) -> None:
         for (thread_id, ns), checkpoint_id in ids.items():
@@ -444,38 +390,34 @@ async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Ta
 
 async def test_core_model_matches_migrated_database(target: Target) -> None:
     _migrate(target, "up", "head")
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            opts: dict[str, Any] = {
-                "version_table": VERSION_TABLE,
-                "version_table_schema": target.schema,
-                "compare_type": True,
-                "compare_server_default": True,
-            }
-            md = lgsa_schema.metadata
-            if target.schema is not None:
-                md = MetaData()
-                for table in lgsa_schema.metadata.tables.values():
-                    table.to_metadata(md, schema=target.schema)
-                wanted_schema = target.schema
+    with target.connect() as conn:
+        opts: dict[str, Any] = {
+            "version_table": VERSION_TABLE,
+            "version_table_schema": target.schema,
+            "compare_type": True,
+            "compare_server_default": True,
+        }
+        md = lgsa_schema.metadata
+        if target.schema is not None:
+            md = MetaData()
+            for table in lgsa_schema.metadata.tables.values():
+                table.to_metadata(md, schema=target.schema)
+            wanted_schema = target.schema
 
-                def include_name(name: str | None, type_: str, parents: Any) -> bool:
-                    if type_ == "schema":
-                        return name == wanted_schema
-                    return not (type_ == "table" and name == VERSION_TABLE)
+            def include_name(name: str | None, type_: str, parents: Any) -> bool:
+                if type_ == "schema":
+                    return name == wanted_schema
+                return not (type_ == "table" and name == VERSION_TABLE)
 
-                opts["include_schemas"] = True
-            else:
+            opts["include_schemas"] = True
+        else:
 
-                def include_name(name: str | None, type_: str, parents: Any) -> bool:
-                    return not (type_ == "table" and name == VERSION_TABLE)
+            def include_name(name: str | None, type_: str, parents: Any) -> bool:
+                return not (type_ == "table" and name == VERSION_TABLE)
 
-            opts["include_name"] = include_name
-            ctx = MigrationContext.configure(conn, opts=opts)
-            diff = compare_metadata(ctx, md)
-    finally:
-        engine.dispose()
+        opts["include_name"] = include_name
+        ctx = MigrationContext.configure(conn, opts=opts)
+        diff = compare_metadata(ctx, md)
     assert diff == []
 
 
@@ -484,78 +426,51 @@ async def test_core_model_matches_migrated_database(target: Target) -> None:
 
 def _official_metadata(schema: str | None) -> MetaData:
     md = MetaData(schema=schema)
-    Table(
-        "checkpoints",
-        md,
-        Column("thread_id", String(100), primary_key=True),
-        Column("checkpoint_id", String(100), primary_key=True),
-        Column("data", String(100)),
-    )
-    Table(
-        "checkpoint_blobs",
-        md,
-        Column("thread_id", String(100), primary_key=True),
-        Column("channel", String(100), primary_key=True),
-        Column("data", String(100)),
-    )
-    Table(
-        "checkpoint_writes",
-        md,
-        Column("thread_id", String(100), primary_key=True),
-        Column("idx", Integer, primary_key=True),
-        Column("data", String(100)),
-    )
-    Table(
-        "writes",
-        md,
-        Column("thread_id", String(100), primary_key=True),
-        Column("idx", Integer, primary_key=True),
-        Column("data", String(100)),
-    )
+    for name, key, key_type in (
+        ("checkpoints", "checkpoint_id", String(100)),
+        ("checkpoint_blobs", "channel", String(100)),
+        ("checkpoint_writes", "idx", Integer),
+        ("writes", "idx", Integer),
+    ):
+        Table(
+            name,
+            md,
+            Column("thread_id", String(100), primary_key=True),
+            Column(key, key_type, primary_key=True),
+            Column("data", String(100)),
+        )
     Table("alembic_version", md, Column("version_num", String(32), primary_key=True))
     return md
 
 
 def _snapshot_foreign(target: Target, md: MetaData) -> dict[str, list[tuple[Any, ...]]]:
-    engine = target.engine()
-    try:
-        with engine.connect() as conn:
-            return {
-                name: sorted(tuple(r) for r in conn.execute(select(table)))
-                for name, table in ((t.name, t) for t in md.sorted_tables)
-            }
-    finally:
-        engine.dispose()
+    with target.connect() as conn:
+        return {
+            name: sorted(tuple(r) for r in conn.execute(select(table)))
+            for name, table in ((t.name, t) for t in md.sorted_tables)
+        }
 
 
 async def test_coexists_with_official_tables_and_app_alembic(target: Target) -> None:
     md = _official_metadata(target.schema)
-    engine = target.engine()
-    try:
-        with engine.begin() as conn:
-            if target.schema:
-                conn.execute(text(f'CREATE SCHEMA "{target.schema}"'))
-            md.create_all(conn)
-            tables = md.tables
-            prefix = f"{target.schema}." if target.schema else ""
-            conn.execute(tables[f"{prefix}alembic_version"].insert(), {"version_num": "app_rev_1"})
-            for name in OFFICIAL_TABLES:
-                table = tables[f"{prefix}{name}"]
-                row = {c.name: (1 if isinstance(c.type, Integer) else f"{name}-v") for c in table.c}
-                conn.execute(table.insert(), row)
-    finally:
-        engine.dispose()
+    with target.connect(begin=True) as conn:
+        if target.schema:
+            conn.execute(text(f'CREATE SCHEMA "{target.schema}"'))
+        md.create_all(conn)
+        tables = md.tables
+        prefix = f"{target.schema}." if target.schema else ""
+        conn.execute(tables[f"{prefix}alembic_version"].insert(), {"version_num": "app_rev_1"})
+        for name in OFFICIAL_TABLES:
+            table = tables[f"{prefix}{name}"]
+            row = {c.name: (1 if isinstance(c.type, Integer) else f"{name}-v") for c in table.c}
+            conn.execute(table.insert(), row)
     before = _snapshot_foreign(target, md)
     assert before["alembic_version"] == [("app_rev_1",)]
 
     def app_revision() -> str | None:
-        eng = target.engine()
-        try:
-            with eng.connect() as conn:
-                ctx = MigrationContext.configure(conn, opts={"version_table_schema": target.schema})
-                return ctx.get_current_revision()
-        finally:
-            eng.dispose()
+        with target.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"version_table_schema": target.schema})
+            return ctx.get_current_revision()
 
     _migrate(target, "up", "head")
     names = _tables(target)

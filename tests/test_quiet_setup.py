@@ -12,7 +12,7 @@ import pytest
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
-from .conftest import new_saver_args
+from .provision import new_saver_args
 
 
 async def test_setup_is_quiet(

@@ -26,8 +26,8 @@ from langgraph.checkpoint.sqlalchemy import (
     ThreadLockTimeout,
 )
 
-from .conftest import MARIADB_ADMIN_URL
 from .doors import Door
+from .provision import MARIADB_ADMIN_URL, fresh_database
 
 RUNS = 16
 
@@ -206,16 +206,10 @@ def droppable(backend: str, saver_factory: Any) -> Any:
         return
     if backend != "mariadb":
         pytest.skip("a server-side connection drop needs a database server")
-    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE `{tag}`"))
-    url = MARIADB_ADMIN_URL.rsplit("/", 1)[0] + "/" + tag
-    saver = SQLAlchemySaver.from_conn_string(url, schema=tag, pool_size=4)
-    saver.setup()
-    yield saver, tag
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS `{tag}`"))
-    admin.dispose()
+    with fresh_database("mariadb", name=tag) as url:
+        saver = SQLAlchemySaver.from_conn_string(url, schema=tag, pool_size=4)
+        saver.setup()
+        yield saver, tag
 
 
 async def test_saver_recovers_after_the_server_drops_its_connections(

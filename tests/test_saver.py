@@ -16,9 +16,6 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import (
-    Checkpoint,
-    create_checkpoint,
-    empty_checkpoint,
     writes_sort_key,
 )
 from sqlalchemy import func, select
@@ -35,19 +32,11 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     writes,
 )
 
+from .checkpoints import config as cfg
+from .checkpoints import next_checkpoint
 from .doors import Door
 
 # -- helpers -----------------------------------------------------------------------------
-
-
-def cfg(thread_id: Any, checkpoint_id: Any = None, ns: Any = None) -> dict[str, Any]:
-    """A config; keys left out when their argument is None."""
-    c: dict[str, Any] = {"thread_id": thread_id}
-    if ns is not None:
-        c["checkpoint_ns"] = ns
-    if checkpoint_id is not None:
-        c["checkpoint_id"] = checkpoint_id
-    return {"configurable": c}
 
 
 def stored(thread_id: str, checkpoint_id: str, ns: str = "") -> dict[str, Any]:
@@ -59,28 +48,6 @@ def stored(thread_id: str, checkpoint_id: str, ns: str = "") -> dict[str, Any]:
             "checkpoint_id": checkpoint_id,
         }
     }
-
-
-def next_checkpoint(
-    saver: Any, prev: Checkpoint | None, updates: dict[str, Any], step: int = 0
-) -> tuple[Checkpoint, dict[str, Any]]:
-    """The checkpoint after ``prev`` with the channels in ``updates`` written.
-
-    Returns the checkpoint and its ``new_versions`` (the updated channels only).
-    """
-    base = prev if prev is not None else empty_checkpoint()
-    values = dict(base["channel_values"])
-    versions = dict(base["channel_versions"])
-    new_versions: dict[str, Any] = {}
-    for channel, value in updates.items():
-        versions[channel] = new_versions[channel] = saver.get_next_version(
-            versions.get(channel), None
-        )
-        values[channel] = value
-    checkpoint = create_checkpoint(
-        {**base, "channel_values": values, "channel_versions": versions}, None, step
-    )
-    return checkpoint, new_versions
 
 
 async def put_chain(

@@ -11,8 +11,8 @@ from sqlalchemy import Column, MetaData, String, Table, update
 
 from langgraph.checkpoint.sqlalchemy import SchemaOutOfDateError, SQLAlchemySaver
 
-from .conftest import new_saver_args
 from .doors import Door
+from .provision import new_saver_args
 
 version_table = Table("lgsa_alembic_version", MetaData(), Column("version_num", String(32)))
 CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, migrate
 
-from .conftest import new_saver_args
+from .provision import new_saver_args
 
 THREADS = 6
 

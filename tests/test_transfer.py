@@ -16,7 +16,6 @@ import operator
 import sqlite3
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,7 +42,8 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
     open_source,
 )
 
-from .conftest import MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL
+from .graphs import chain
+from .graphs import thread as cfg
 
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
 THREADS = ("hitl", "sub", "fail")
@@ -55,51 +55,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-def cfg(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
-
-
 # -- databases --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pg_database() -> Iterator[Callable[[], str]]:
-    """Call it for the URL of a new, empty PostgreSQL database (dropped after the test)."""
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"lgsa_tr_{uuid.uuid4().hex[:12]}"
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        made.append(name)
-        return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(False)
-
-    yield make
-    with admin.connect() as conn:
-        for name in made:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-@pytest.fixture
-def mariadb_database() -> Iterator[Callable[[], str]]:
-    """Call it for the URL of a new MariaDB database (dropped after the test)."""
-    admin = create_engine(MARIADB_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"lgsa_tr_{uuid.uuid4().hex[:12]}"
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE `{name}`"))
-        made.append(name)
-        return make_url(MARIADB_ADMIN_URL).set(database=name).render_as_string(False)
-
-    yield make
-    with admin.connect() as conn:
-        for name in made:
-            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-    admin.dispose()
 
 
 @contextmanager
@@ -165,15 +121,7 @@ def hitl_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
     def publish(state: State) -> dict[str, Any]:
         return {"log": [f"publish after {len(state['log'])}"]}
 
-    b = StateGraph(State)
-    b.add_node("draft", draft)
-    b.add_node("review", review)
-    b.add_node("publish", publish)
-    b.add_edge(START, "draft")
-    b.add_edge("draft", "review")
-    b.add_edge("review", "publish")
-    b.add_edge("publish", END)
-    return b.compile(checkpointer=saver)
+    return chain(State, draft, review, publish, checkpointer=saver)
 
 
 def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
@@ -185,12 +133,7 @@ def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
         answer = interrupt("inner question")
         return {"log": [f"inner_ask:{answer}"]}
 
-    inner = StateGraph(State)
-    inner.add_node("inner_a", inner_a)
-    inner.add_node("inner_ask", inner_ask)
-    inner.add_edge(START, "inner_a")
-    inner.add_edge("inner_a", "inner_ask")
-    inner.add_edge("inner_ask", END)
+    inner = chain(State, inner_a, inner_ask)
 
     def before(state: State) -> dict[str, Any]:
         return {"log": ["before"]}
@@ -198,15 +141,7 @@ def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
     def after(state: State) -> dict[str, Any]:
         return {"log": [f"after {len(state['log'])}"]}
 
-    b = StateGraph(State)
-    b.add_node("before", before)
-    b.add_node("inner", inner.compile())
-    b.add_node("after", after)
-    b.add_edge(START, "before")
-    b.add_edge("before", "inner")
-    b.add_edge("inner", "after")
-    b.add_edge("after", END)
-    return b.compile(checkpointer=saver)
+    return chain(State, before, ("inner", inner), after, checkpointer=saver)
 
 
 def fail_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:

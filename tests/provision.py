@@ -1,0 +1,141 @@
+"""Fresh, empty databases for the tests: the one place that creates and drops them.
+
+Every backend the suite runs on is named here (``sqlite-file``, ``sqlite-memory``,
+``postgres``, ``mariadb``), with the servers' admin URLs. :func:`fresh_database` hands
+out the URL of a database of its own (a new SQLite file, a new PostgreSQL or MariaDB
+database) and drops it afterwards; :func:`new_saver_args` gives a saver a fresh store
+inside the run's shared databases (a new schema). The fixtures in ``conftest.py`` use
+both.
+
+MariaDB: ``LGSA_TEST_MARIADB_URL`` (default
+``mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4``).
+
+PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database
+to connect to for creating databases. Set ``LGSA_TEST_BACKENDS`` to a comma list (e.g.
+``sqlite-file,postgres``) to run a subset.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres", "mariadb")
+BACKENDS = tuple(
+    b for b in os.environ.get("LGSA_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
+)
+POSTGRES_ADMIN_URL = os.environ.get(
+    "LGSA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+MARIADB_ADMIN_URL = os.environ.get(
+    "LGSA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"
+)
+#: The admin URL of each database server, by backend name.
+ADMIN_URLS = {"postgres": POSTGRES_ADMIN_URL, "mariadb": MARIADB_ADMIN_URL}
+
+
+def new_name(prefix: str = "lgsa_test") -> str:
+    """A database or schema name nobody else uses: ``prefix`` and 12 random hex digits."""
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def _admin_execute(backend: str, statement: str) -> None:
+    """Run one statement on ``backend``'s server, outside any transaction."""
+    admin = create_engine(ADMIN_URLS[backend], isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+def _quoted(backend: str, name: str) -> str:
+    return f'"{name}"' if backend == "postgres" else f"`{name}`"
+
+
+def create_database(backend: str, name: str) -> str:
+    """Create database ``name`` on the ``postgres`` or ``mariadb`` server.
+
+    Returns:
+        Its URL: the server's admin URL with the database replaced (query kept).
+    """
+    _admin_execute(backend, f"CREATE DATABASE {_quoted(backend, name)}")
+    url = make_url(ADMIN_URLS[backend]).set(database=name)
+    return url.render_as_string(hide_password=False)
+
+
+def drop_database(backend: str, name: str) -> None:
+    """Drop database ``name`` on the ``postgres`` or ``mariadb`` server if it exists
+    (on PostgreSQL even while connections to it are open)."""
+    force = " WITH (FORCE)" if backend == "postgres" else ""
+    _admin_execute(backend, f"DROP DATABASE IF EXISTS {_quoted(backend, name)}{force}")
+
+
+@contextmanager
+def fresh_database(
+    backend: str,
+    tmp_path: Path | None = None,
+    *,
+    prefix: str = "lgsa_test",
+    filename: str = "db.sqlite",
+    name: str | None = None,
+) -> Iterator[str]:
+    """The URL of a new, empty database of its own on ``backend``, dropped on exit.
+
+    Args:
+        backend: ``sqlite-file`` (a file ``filename`` in ``tmp_path``, not created),
+            ``sqlite-memory`` (``:memory:``), ``postgres`` or ``mariadb`` (a new database
+            on the server, named ``name`` or a fresh name starting with ``prefix``).
+        tmp_path: The folder for a SQLite file.
+        prefix: The start of a server database's generated name.
+        filename: The SQLite file's name.
+        name: The server database's exact name.
+
+    Raises:
+        ValueError: an unknown backend.
+    """
+    if backend == "sqlite-file":
+        assert tmp_path is not None, "a SQLite file needs a folder"
+        yield f"sqlite:///{tmp_path / filename}"
+        return
+    if backend == "sqlite-memory":
+        yield ":memory:"
+        return
+    if backend not in ADMIN_URLS:
+        raise ValueError(backend)
+    name = name or new_name(prefix)
+    url = create_database(backend, name)
+    try:
+        yield url
+    finally:
+        drop_database(backend, name)
+
+
+def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
+    """``from_conn_string`` arguments for a fresh, empty store on ``backend``: a new
+    SQLite file or in-memory database, a new schema in the run's PostgreSQL database
+    (fixture ``postgres_url``), or a new MariaDB database as the saver's ``schema``
+    (dropped after the test)."""
+    if backend == "sqlite-file":
+        return {"conn_string": f"sqlite:///{tmp_path / 'checkpoints.sqlite'}"}
+    if backend == "sqlite-memory":
+        return {"conn_string": ":memory:"}
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        return {"conn_string": url, "schema": f"t_{uuid.uuid4().hex[:12]}"}
+    if backend == "mariadb":
+        url = request.getfixturevalue("mariadb_url")
+        name = new_name()
+        request.addfinalizer(lambda: drop_database("mariadb", name))
+        return {"conn_string": url, "schema": name}
+    raise ValueError(backend)
