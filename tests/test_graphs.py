@@ -29,15 +29,14 @@ class ChatState(TypedDict):
     messages: Annotated[list, operator.add]
 
 
-def chat_graph(door: Door) -> Any:
-    return echo_graph(door.saver, ChatState, "echo {last} (seen {seen})")
+CHAT = (ChatState, "echo {last} (seen {seen})")  # echo_graph's state schema and answer
 
 
 async def test_multi_turn_conversation_survives_a_restart(
     door: Door, saver_factory: Any, mode: str
 ) -> None:
     config = thread("chat")
-    graph = chat_graph(door)
+    graph = echo_graph(door.saver, *CHAT)
     first = await door.invoke(graph, {"messages": ["hello"]}, config)
     assert first["messages"] == ["hello", "echo hello (seen 1)"]
     second = await door.invoke(graph, {"messages": ["again"]}, config)
@@ -48,7 +47,7 @@ async def test_multi_turn_conversation_survives_a_restart(
     assert other["messages"] == ["hi", "echo hi (seen 1)"]
 
     door2 = restarted(saver_factory, mode)
-    graph2 = chat_graph(door2)
+    graph2 = echo_graph(door2.saver, *CHAT)
     state = await door2.get_state(graph2, config)
     assert state.values["messages"] == second["messages"]
     assert state.next == ()
@@ -450,15 +449,14 @@ class DeltaState(TypedDict):
     messages: Annotated[list, DeltaChannel(extend, snapshot_frequency=3)]
 
 
-def delta_graph(door: Door) -> Any:
-    return echo_graph(door.saver, DeltaState, "echo {last} ({seen})")
+DELTA = (DeltaState, "echo {last} ({seen})")
 
 
 async def test_delta_channel_is_rebuilt_in_a_new_process(
     door: Door, saver_factory: Any, mode: str
 ) -> None:
     config = thread("delta")
-    graph = delta_graph(door)
+    graph = echo_graph(door.saver, *DELTA)
     expected: list[str] = []
     snapshots = []
     for turn in range(5):
@@ -468,7 +466,7 @@ async def test_delta_channel_is_rebuilt_in_a_new_process(
         snapshots.append((await door.get_state(graph, config)).config)
 
     door2 = restarted(saver_factory, mode)
-    graph2 = delta_graph(door2)
+    graph2 = echo_graph(door2.saver, *DELTA)
     state = await door2.get_state(graph2, config)
     assert state.values["messages"] == expected
     # an older checkpoint is rebuilt as it was
