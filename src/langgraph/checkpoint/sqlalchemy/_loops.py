@@ -1,4 +1,10 @@
-"""One async engine per event loop: an async connection is used only on its own loop.
+"""The saver's engine handles by kind of access, and one async set per event loop.
+
+:class:`Access` names how an operation reaches the database; :class:`Doors` holds an
+engine's four handles (one per access, each with its execution options) and opens a
+connection for an access. The sync engine has one set; async engines have one set per
+event loop (:class:`PerLoopEngines`), because an async connection is used only on its own
+loop.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -15,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import enum
 import threading
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
@@ -26,25 +34,50 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 _DIALECT_WAIT = 30.0
 
 
-class LoopEngines:
-    """The async engine of one event loop, and its variants with the saver's execution
-    options (read, one-statement read, write, one-statement write)."""
+class Access(enum.Enum):
+    """How an operation reaches the database."""
 
-    __slots__ = ("engine", "read", "read_one", "write", "write_one")
+    READ = "read"
+    """A read transaction (several statements, one snapshot where the database gives
+    one)."""
+    READ_ONE = "read-one"
+    """One statement, no transaction around it."""
+    WRITE = "write"
+    """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+    WRITE_ONE = "write-one"
+    """One statement, atomic on its own, no transaction around it."""
 
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        options: dict[str, Any],
-        read_one: dict[str, Any],
-        write_one: dict[str, Any],
-        write: dict[str, Any],
-    ) -> None:
-        self.engine = engine
-        self.read = engine.execution_options(**options)
-        self.read_one = engine.execution_options(**options, **read_one)
-        self.write = engine.execution_options(**options, **write)
-        self.write_one = engine.execution_options(**options, **write_one)
+
+AccessOptions = Mapping[Access, Mapping[str, Any]]
+"""Execution options of each :class:`Access` (schema map, dialect options)."""
+
+_WRITES = (Access.WRITE, Access.WRITE_ONE)
+
+E = TypeVar("E", Engine, AsyncEngine)
+
+
+class Doors(Generic[E]):
+    """An engine (sync or async) and its four handles, one per :class:`Access`.
+
+    Args:
+        engine: The engine.
+        options: Execution options of each access.
+    """
+
+    __slots__ = ("_open", "engine")
+
+    def __init__(self, engine: E, options: AccessOptions) -> None:
+        self.engine: E = engine
+        self._open: dict[Access, Callable[[], Any]] = {}
+        for access, opts in options.items():
+            handle: Any = engine.execution_options(**opts)
+            self._open[access] = handle.begin if access in _WRITES else handle.connect
+
+    def connect(self, access: Access) -> Any:
+        """A connection context for ``access``: ``begin()`` for a write (a transaction,
+        committed at the end), ``connect()`` for a read (sync ``with`` or ``async
+        with`` as the engine is)."""
+        return self._open[access]()
 
 
 def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
@@ -64,20 +97,13 @@ class PerLoopEngines:
 
     Args:
         primary: The saver's ``async_engine``.
-        options, read_one, write_one, write: Execution options of :class:`LoopEngines`.
+        options: Execution options of each access (see :class:`Doors`).
     """
 
-    def __init__(
-        self,
-        primary: AsyncEngine,
-        options: dict[str, Any],
-        read_one: dict[str, Any],
-        write_one: dict[str, Any],
-        write: dict[str, Any],
-    ) -> None:
+    def __init__(self, primary: AsyncEngine, options: AccessOptions) -> None:
         self.primary = primary
-        self._options = (options, read_one, write_one, write)
-        self._by_loop: dict[asyncio.AbstractEventLoop, LoopEngines] = {}
+        self._options = options
+        self._by_loop: dict[asyncio.AbstractEventLoop, Doors[AsyncEngine]] = {}
         self._lock = threading.Lock()
         # A copy shares the primary's dialect, which SQLAlchemy initialises on the
         # primary's first connection (once, for all copies): copies wait for it.
@@ -87,7 +113,7 @@ class PerLoopEngines:
         else:
             event.listen(primary.sync_engine, "connect", self._on_primary_connect)
 
-    def current(self) -> LoopEngines:
+    def current(self) -> Doors[AsyncEngine]:
         """The engines of the running event loop (made on its first use)."""
         loop = asyncio.get_running_loop()
         found = self._by_loop.get(loop)
@@ -97,7 +123,7 @@ class PerLoopEngines:
         # Runs after SQLAlchemy's own first-connect listener has initialised the dialect.
         self._dialect_ready.set()
 
-    def _add(self, loop: asyncio.AbstractEventLoop) -> LoopEngines:
+    def _add(self, loop: asyncio.AbstractEventLoop) -> Doors[AsyncEngine]:
         with self._lock:
             for old in [known for known in self._by_loop if known.is_closed()]:
                 # Its loop is gone: nothing can be awaited on its connections any more.
@@ -105,14 +131,14 @@ class PerLoopEngines:
             if loop in self._by_loop:
                 return self._by_loop[loop]
             if all(e.engine is not self.primary for e in self._by_loop.values()):
-                found = self._by_loop[loop] = LoopEngines(self.primary, *self._options)
+                found = self._by_loop[loop] = Doors(self.primary, self._options)
                 return found
         # The primary serves another loop, on another thread: wait (this thread only)
         # until its first connection has initialised the shared dialect, then copy it.
         self._dialect_ready.wait(_DIALECT_WAIT)
         engine = _copy_engine(self.primary)
         with self._lock:
-            return self._by_loop.setdefault(loop, LoopEngines(engine, *self._options))
+            return self._by_loop.setdefault(loop, Doors(engine, self._options))
 
     def _take_all(self) -> list[tuple[asyncio.AbstractEventLoop, AsyncEngine]]:
         with self._lock:

@@ -23,6 +23,7 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlalchemy.exc import IntegrityError
 
 from . import _history
 from ._ops import Statements, _chunks
@@ -32,8 +33,6 @@ from .schema import blobs, checkpoints, full_name, stored_full, writes
 PendingChannels = Callable[[Any], Sequence[str]]
 """Given a checkpoint row, the channels it versions but holds no value for (DeltaChannel
 channels that must be rebuilt from history). Decodes the checkpoint: pure CPU."""
-
-_CHUNK = 500
 
 
 def prune_keep_latest(
@@ -85,7 +84,10 @@ def prune_keep_latest(
                     table.c.thread_id == thread_id,
                     table.c.checkpoint_ns == checkpoint_ns,
                     table.c.checkpoint_id < latest_id,
-                    *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids, _CHUNK)),
+                    *(
+                        table.c.checkpoint_id.not_in(chunk)
+                        for chunk in _chunks(ids, st.qb.row_chunk)
+                    ),
                 )
             )
     _delete_orphans(conn, st, thread_id, stored_blobs)
@@ -133,11 +135,25 @@ def copy_thread(conn: Connection, source: str, target: str) -> None:
     """Copy every checkpoint, blob and write of ``source`` to ``target`` in the database.
 
     ``INSERT ... SELECT`` per table: ids, parents, metadata, ``task_path`` and every
-    namespace are kept; no value passes through Python.
+    namespace are kept; no value passes through Python. Run in a savepoint: when another
+    writer creates the target meanwhile, nothing is copied.
 
     Raises:
-        ThreadNotEmptyError: ``target`` already has checkpoints (or is ``source``).
+        ThreadNotEmptyError: ``target`` already has checkpoints (or is ``source``), or
+            another writer gave it rows during the copy.
     """
+    try:
+        with conn.begin_nested():
+            _copy_rows(conn, source, target)
+    except IntegrityError as e:
+        # Another writer created the target meanwhile: the same refusal, nothing copied.
+        raise ThreadNotEmptyError(
+            f"copy_thread: thread {target!r} already has rows; delete it first or copy to "
+            "a new thread id."
+        ) from e
+
+
+def _copy_rows(conn: Connection, source: str, target: str) -> None:
     taken = conn.execute(
         select(checkpoints.c.checkpoint_id).where(checkpoints.c.thread_id == target).limit(1)
     ).first()
@@ -172,7 +188,7 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
         run_ids: Values of the ``run_id`` column (:func:`.schema.run_key`).
     """
     c = checkpoints
-    for chunk in _chunks(list(run_ids), _CHUNK):
+    for chunk in _chunks(list(run_ids), st.qb.row_chunk):
         threads = [
             t
             for (t,) in conn.execute(select(c.c.thread_id).where(c.c.run_id.in_(chunk)).distinct())
@@ -246,12 +262,13 @@ class ThreadInfo:
 
 
 def list_threads(
-    conn: Connection, limit: int | None, offset: int, idle_before: str | None
+    conn: Connection, st: Statements, limit: int | None, offset: int, idle_before: str | None
 ) -> list[ThreadInfo]:
     """Threads, newest activity first (``max(checkpoint_id)``), from aggregates only.
 
     Args:
         conn: Connection.
+        st: The saver's statements (for its query builder's ``row_chunk``).
         limit: Page size (None: all).
         offset: Threads skipped (paging).
         idle_before: Only threads whose newest checkpoint id sorts below this id
@@ -282,7 +299,7 @@ def list_threads(
     extra: dict[str, int] = {}
     ids = [r[0] for r in rows]
     for table in (blobs, writes):
-        for chunk in _chunks(ids, _CHUNK):
+        for chunk in _chunks(ids, st.qb.row_chunk):
             for thread_id, size in conn.execute(
                 select(table.c.thread_id, func.sum(func.length(table.c.blob)))
                 .where(table.c.thread_id.in_(chunk))

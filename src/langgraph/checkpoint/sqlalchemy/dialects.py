@@ -592,6 +592,13 @@ class QueryBuilder:
         """
         return self.dialect_name == "sqlite"
 
+    @property
+    def row_chunk(self) -> int:
+        """Ids put in one ``IN`` list, and rows handled by one batched maintenance
+        statement (prune, ``delete_for_runs``, ``list_threads``, delta-channel history):
+        500, well under SQLite's 32,766 bound parameters and PostgreSQL's parser stack."""
+        return 500
+
     # Keys put in one ``(a, b, ...) IN (...)`` list. PostgreSQL parses a long IN list
     # recursively and stops at ``max_stack_depth`` (2 MB: between 7,000 and 8,000 pairs);
     # SQLite caps bound parameters at 32,766. Reads split longer lists into chunks.

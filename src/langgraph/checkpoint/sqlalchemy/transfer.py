@@ -22,17 +22,15 @@ import base64
 import binascii
 import json
 import os
-import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Literal, TypeVar, cast
 from urllib.parse import quote
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -54,10 +52,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from . import _ops
+from ._codec import PendingWrite, config, namespace, thread
 from .dialects import resolve_urls
 from .errors import CheckpointConfigError
-from .saver import _READ, _WRITE, SQLAlchemySaver, _config, _namespace, _thread
+from .saver import SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
 from .schema import full_name, name_key, stored_full
 from .schema import writes as our_writes
@@ -181,33 +179,100 @@ class ImportReport:
 # -- reading a source ----------------------------------------------------------------------
 
 
-@dataclass
-class _Write:
-    task_id: str
-    task_path: str
-    channel: str
-    idx: int | None
-    value: Any
+T = TypeVar("T")
 
 
 @dataclass
 class _Tables:
     """Raw access to a source's tables, for what the saver API does not give: the thread
-    list, the checkpoint keys without their values, and ``task_path``/``idx`` of writes."""
+    list, the checkpoint keys without their values, and ``task_path``/``idx`` of writes.
 
-    connect: Callable[[], AbstractContextManager[Connection]]
+    Attributes:
+        run: Runs ``op(conn)`` on a connection to the source and returns its result.
+        checkpoints: The checkpoints table.
+        writes: The pending-writes table.
+        value_column: The writes table's column of serialised values.
+    """
+
+    run: Callable[[Callable[[Connection], Any]], Any]
     checkpoints: Table
     writes: Table
     value_column: str
 
 
-_TABLES: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], _Tables] = weakref.WeakKeyDictionary()
+class Source(BaseCheckpointSaver[Any]):
+    """An official saver's database opened by :func:`open_source`: reads like the saver
+    it wraps (``get_tuple``, ``list`` and their async twins, ``serde``) and owns the
+    tables, engine and kind transfer reads beside it.
+
+    Args:
+        saver: The official saver (``SqliteSaver`` or ``PostgresSaver``).
+        kind: ``"sqlite"`` or ``"postgres"``.
+        engine: A read-only engine on the same database.
+        checkpoints: Its checkpoints table, reflected.
+        writes: Its writes table, reflected.
+        value_column: The writes table's column of serialised values.
+    """
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        kind: str,
+        engine: Engine,
+        checkpoints: Table,
+        writes: Table,
+        value_column: str,
+    ) -> None:
+        super().__init__()
+        self.saver = saver
+        self.serde = saver.serde
+        self.kind = kind
+        self._engine = engine
+        self.tables = _Tables(self._read, checkpoints, writes, value_column)
+
+    def _read(self, op: Callable[[Connection], T]) -> T:
+        with self._engine.connect() as conn:
+            return op(conn)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The wrapped saver's ``get_tuple``."""
+        return self.saver.get_tuple(config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """The wrapped saver's ``list``."""
+        return self.saver.list(config, filter=filter, before=before, limit=limit)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The wrapped saver's ``aget_tuple``."""
+        return await self.saver.aget_tuple(config)
+
+    def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """The wrapped saver's ``alist``."""
+        return self.saver.alist(config, filter=filter, before=before, limit=limit)
 
 
 def _tables_of(saver: BaseCheckpointSaver[Any]) -> _Tables | None:
     if isinstance(saver, SQLAlchemySaver):
-        return _Tables(saver._read.connect, our_checkpoints, our_writes, "blob")
-    return _TABLES.get(saver)
+        # Ours, through the saver's read door: missing or outdated tables are its
+        # typed error.
+        return _Tables(saver.run_read, our_checkpoints, our_writes, "blob")
+    if isinstance(saver, Source):
+        return saver.tables
+    return None
 
 
 class _Reader:
@@ -225,7 +290,8 @@ class _Reader:
             )
             return sorted(seen)
         c = self.tables.checkpoints.c
-        with self.tables.connect() as conn:
+
+        def op(conn: Connection) -> list[str]:
             if "thread_id_full" in c:  # ours: a long id's text beside its digest key
                 rows = conn.execute(
                     select(c.thread_id, func.max(c.thread_id_full)).group_by(c.thread_id)
@@ -233,6 +299,8 @@ class _Reader:
                 return sorted(full_name(key, full) for key, full in rows)
             rows = conn.execute(select(c.thread_id).distinct().order_by(c.thread_id))
             return [str(r[0]) for r in rows]
+
+        return cast(list[str], self.tables.run(op))
 
     def keys(self, thread_id: str) -> list[tuple[str, str]]:
         """``(checkpoint_ns, checkpoint_id)`` of a thread, oldest checkpoint first."""
@@ -253,8 +321,9 @@ class _Reader:
             )
             if ours and stored_full(thread_id) is not None:
                 query = query.where(c.thread_id_full == thread_id)
-            with self.tables.connect() as conn:
-                found = [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
+            found = self.tables.run(
+                lambda conn: [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
+            )
         return sorted(found, key=lambda k: (k[1], k[0]))
 
     def missing(self, thread_ids: Sequence[str]) -> list[str]:
@@ -274,12 +343,7 @@ class _Reader:
                 found.update(str(r[0]) for r in conn.execute(query))
             return found
 
-        if isinstance(self.saver, SQLAlchemySaver):
-            # through the saver: tables missing or at another revision are its typed error
-            found = self.saver._run(_READ, op)
-        else:
-            with self.tables.connect() as conn:
-                found = op(conn)
+        found = self.tables.run(op)
         # Our tables hold a long id's digest key (schema.name_key); the official ones the id.
         key_of = name_key if "thread_id_full" in c else str
         return [t for t in thread_ids if key_of(t) not in found]
@@ -293,7 +357,7 @@ class _Reader:
         if self.tables is None:
             found: Counter[tuple[str, str, str, str]] = Counter()
             for ns, checkpoint_id in keys:
-                tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+                tup = self.saver.get_tuple(config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
                     found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
             return found
@@ -301,18 +365,20 @@ class _Reader:
         query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
             w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
         )
-        ours = "checkpoint_ns_full" in self.tables.checkpoints.c
-        with self.tables.connect() as conn:
-            return _counted(conn.execute(query), wanted, _ns_by_key(keys) if ours else None)
+        ns_by_key = _ns_by_key(keys) if "checkpoint_ns_full" in self.tables.checkpoints.c else None
+        return cast(
+            Counter[tuple[str, str, str, str]],
+            self.tables.run(lambda conn: _counted(conn.execute(query), wanted, ns_by_key)),
+        )
 
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
-    ) -> tuple[CheckpointTuple, list[_Write]]:
-        tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+    ) -> tuple[CheckpointTuple, list[PendingWrite]]:
+        tup = self.saver.get_tuple(config(thread_id, ns, checkpoint_id))
         if tup is None:
             raise LookupError(f"checkpoint {thread_id}/{ns!r}/{checkpoint_id} vanished")
         if self.tables is None:
-            pending = [_Write(t, "", ch, None, v) for t, ch, v in tup.pending_writes or []]
+            pending = [PendingWrite(t, "", ch, None, v) for t, ch, v in tup.pending_writes or []]
             return tup, pending
         w = self.tables.writes.c
         has_path = "task_path" in w
@@ -324,11 +390,10 @@ class _Reader:
             w.type,
             w[self.tables.value_column],
         ).where(w.thread_id == thread_id, w.checkpoint_ns == ns, w.checkpoint_id == checkpoint_id)
-        with self.tables.connect() as conn:
-            rows = conn.execute(query).all()
+        rows = self.tables.run(lambda conn: conn.execute(query).all())
         serde = self.saver.serde
         pending = [
-            _Write(
+            PendingWrite(
                 str(task_id),
                 str(path) if has_path and path is not None else "",
                 str(channel),
@@ -507,12 +572,15 @@ def open_source(
                 check_same_thread=False,
             )
             try:
-                sqlite_saver = SqliteSaver(conn)
                 tables = _reflect(engine, ["checkpoints", "writes"])
-                _TABLES[sqlite_saver] = _Tables(
-                    engine.connect, tables["checkpoints"], tables["writes"], "value"
+                yield Source(
+                    SqliteSaver(conn),
+                    "sqlite",
+                    engine,
+                    tables["checkpoints"],
+                    tables["writes"],
+                    "value",
                 )
-                yield sqlite_saver
             finally:
                 conn.close()
             return
@@ -523,10 +591,14 @@ def open_source(
         libpq = sync_url.set(drivername="postgresql").render_as_string(hide_password=False)
         with PostgresSaver.from_conn_string(libpq) as pg_saver:
             tables = _reflect(engine, ["checkpoints", "checkpoint_writes"])
-            _TABLES[pg_saver] = _Tables(
-                engine.connect, tables["checkpoints"], tables["checkpoint_writes"], "blob"
+            yield Source(
+                pg_saver,
+                "postgres",
+                engine,
+                tables["checkpoints"],
+                tables["checkpoint_writes"],
+                "blob",
             )
-            yield pg_saver
 
 
 # -- writing to our saver ---------------------------------------------------------------
@@ -545,7 +617,7 @@ def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
     def op(conn: Connection) -> set[tuple[str, str]]:
         return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
 
-    return target._run(_READ, op)
+    return target.run_read(op)
 
 
 def _target_keys(
@@ -571,7 +643,7 @@ def _target_keys(
         present = {(ns_by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
         return present, _counted(conn.execute(writes), wanted, ns_by_key)
 
-    return target._run(_READ, op)
+    return target.run_read(op)
 
 
 def _verify(
@@ -604,7 +676,7 @@ def _store(
     parent_id: str | None,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
-    pending: Sequence[_Write],
+    pending: Sequence[PendingWrite],
 ) -> None:
     """Store a checkpoint and its pending writes in one transaction, writes first.
 
@@ -616,32 +688,12 @@ def _store(
     parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if parent_id:
         parent["checkpoint_id"] = parent_id
-    config = cast(RunnableConfig, {"configurable": parent})
     values = checkpoint.get("channel_values") or {}
     new_versions = {
         ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
     }
-    row, blob_rows, stored = target._put_rows(config, checkpoint, metadata, new_versions)
-    write_rows: list[dict[str, Any]] = []
-    for w in pending:
-        rows, _ = target._write_rows(stored, [(w.channel, w.value)], w.task_id, w.task_path)
-        if w.idx is not None:
-            rows[0]["idx"] = w.idx
-        write_rows.extend(rows)
-    if write_rows and not any(w.idx is not None for w in pending):
-        # No idx from the source: number regular writes per task in their order.
-        counters: dict[str, int] = {}
-        for r in write_rows:
-            if r["channel"] not in WRITES_IDX_MAP:
-                r["idx"] = counters.get(r["task_id"], 0)
-                counters[r["task_id"]] = r["idx"] + 1
-
-    def op(conn: Connection) -> None:
-        if write_rows:
-            _ops.put_writes(conn, target._st, write_rows, False)
-        _ops.put(conn, target._st, row, blob_rows)
-
-    target._run(_WRITE, op)
+    config_ = cast(RunnableConfig, {"configurable": parent})
+    target.put_with_writes(config_, checkpoint, metadata, new_versions, pending)
 
 
 # -- copy ---------------------------------------------------------------------------------
@@ -737,9 +789,9 @@ def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
     """Why our tables cannot hold a thread with these ids (the saver's own checks on
     thread ids and namespaces), or None."""
     try:
-        _thread(thread_id)
+        thread(thread_id)
         for ns in {ns for ns, _ in keys}:
-            _namespace(ns)
+            namespace(ns)
     except CheckpointConfigError as e:
         return str(e)
     return None
@@ -873,7 +925,7 @@ def _parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[An
         if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
             raise ValueError("checkpoint does not decode to the checkpoint named by the line")
         pending = [
-            _Write(
+            PendingWrite(
                 str(w["task_id"]),
                 str(w.get("task_path") or ""),
                 str(w["channel"]),
