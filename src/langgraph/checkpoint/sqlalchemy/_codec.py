@@ -34,7 +34,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, _strict
-from ._loops import Access
+from ._loops import Access, Call
 from .dialects import canonical_json
 from .errors import CheckpointConfigError, CheckpointDecodeError, CheckpointMetadataError
 from .schema import (
@@ -50,10 +50,6 @@ from .schema import (
 )
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
-
-Call = tuple[Access, Any, tuple[Any, ...]]
-"""One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
-connection opened for ``access``."""
 
 # -- config checks ----------------------------------------------------------------------
 

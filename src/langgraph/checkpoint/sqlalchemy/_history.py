@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    Table,
     Text,
     and_,
     case,
@@ -41,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import cast as sql_cast
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ColumnElement
 
 from . import _inline
 from ._ops import Statements
@@ -292,42 +294,28 @@ def _statements(
                 writes.c.type,
                 writes.c.blob,
             ).where(
-                writes.c.thread_id == thread_id,
-                writes.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(writes, thread_id, checkpoint_ns),
                 writes.c.channel == ch,
                 writes.c.checkpoint_id.in_(chunk),
             )
             parts.append((write_rows, len(chunk) + 3))
         if seed is not None:
             seed_id, seed_version = seed
-            seed_row = select(
-                literal_column("'s'", String),
-                sql_cast(blobs.c.channel, Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Integer),
-                blobs.c.type,
-                blobs.c.blob,
+            seed_row = _seed_branch(
+                "s", sql_cast(blobs.c.channel, Text), blobs.c.type, blobs.c.blob
             ).where(
-                blobs.c.thread_id == thread_id,
-                blobs.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(blobs, thread_id, checkpoint_ns),
                 blobs.c.channel == ch,
                 blobs.c.version == seed_version,
             )
             # The value is in the seed checkpoint's row or in the blobs table.
-            inline_row = select(
-                literal_column("'i'", String),
+            inline_row = _seed_branch(
+                "i",
                 sql_cast(literal(ch, Text), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Integer),
                 sql_cast(null(), String),
                 checkpoints.c.inline_values,
             ).where(
-                checkpoints.c.thread_id == thread_id,
-                checkpoints.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(checkpoints, thread_id, checkpoint_ns),
                 checkpoints.c.checkpoint_id == seed_id,
                 checkpoints.c.inline_values.is_not(None),
             )
@@ -345,3 +333,22 @@ def _statements(
     if batch:
         statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
     return statements
+
+
+def _in_namespace(table: Table, thread_id: str, checkpoint_ns: str) -> list[ColumnElement[bool]]:
+    return [table.c.thread_id == thread_id, table.c.checkpoint_ns == checkpoint_ns]
+
+
+def _seed_branch(kind: str, channel: Any, type_: Any, value: Any) -> Select[Any]:
+    """A seed branch's columns: its kind, the channel, NULL write columns (typed as the
+    write branch's: PostgreSQL needs typed UNION columns), the type and the value."""
+    return select(
+        literal_column(f"'{kind}'", String),
+        channel,
+        sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+        sql_cast(null(), Text),
+        sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+        sql_cast(null(), Integer),
+        type_,
+        value,
+    )

@@ -1,10 +1,12 @@
-"""The saver's engine handles by kind of access, and one async set per event loop.
+"""The two doors of the saver: how its operations reach the database, sync and async.
 
 :class:`Access` names how an operation reaches the database; :class:`Doors` holds an
 engine's four handles (one per access, each with its execution options) and opens a
 connection for an access. The sync engine has one set; async engines have one set per
 event loop (:class:`PerLoopEngines`), because an async connection is used only on its own
-loop.
+loop. :class:`Runner` runs an operation, a sync function on a ``Connection``, through
+either door (checking the schema once and retrying once on a dropped connection), and
+runs a method's plan (:data:`Plan`) of operations.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -23,15 +25,23 @@ import asyncio
 import copy
 import enum
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Engine, event
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from . import migrate
+from .dialects import QueryBuilder
+from .errors import CheckpointConnectionError, SchemaOutOfDateError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
 _DIALECT_WAIT = 30.0
+#: Tries of an operation when the server drops the connection under it (see
+#: :meth:`Runner.raise_unless_retry`).
+_ATTEMPTS = 2
 
 
 class Access(enum.Enum):
@@ -47,6 +57,17 @@ class Access(enum.Enum):
     WRITE_ONE = "write-one"
     """One statement, atomic on its own, no transaction around it."""
 
+
+R = TypeVar("R")
+
+Call = tuple[Access, Any, tuple[Any, ...]]
+"""One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
+connection opened for ``access``."""
+
+Plan = Generator[Call, Any, R]
+"""The steps of a saver method: yields each operation to run, is sent its result, and
+returns the method's result. Run by :meth:`Runner.drive` (sync) or :meth:`Runner.adrive`
+(async), so that a method and its async twin share every step."""
 
 AccessOptions = Mapping[Access, Mapping[str, Any]]
 """Execution options of each :class:`Access` (schema map, dialect options)."""
@@ -170,3 +191,128 @@ class PerLoopEngines:
                 asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
         if dispose_primary:
             await self.primary.dispose()  # no-op unless connections were made since
+
+
+class Runner:
+    """Runs the saver's operations through its two doors.
+
+    Args:
+        engine: The sync engine.
+        async_engine: The async engine (copied for other event loops).
+        options: Execution options of each access.
+        qb: The dialect's query builder (errors, ``async_in_thread``).
+        schema: The PostgreSQL schema of the tables, for the schema check.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        async_engine: AsyncEngine,
+        options: AccessOptions,
+        qb: QueryBuilder,
+        schema: str | None,
+    ) -> None:
+        self.sync = Doors(engine, options)
+        # One async engine per event loop: any loop, any thread.
+        self.per_loop = PerLoopEngines(async_engine, options)
+        self.qb = qb
+        self.schema = schema
+        self.schema_checked = False
+
+    def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried once on
+        a dropped connection (see :meth:`raise_unless_retry`)."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self.sync.connect(access) as conn:
+                    if not self.schema_checked:
+                        self.check_schema(conn)
+                    return op(conn, *args)
+            except DBAPIError as e:
+                self.raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """:meth:`run` for the async methods: the same function through
+        ``AsyncConnection.run_sync`` on the running loop's engine, or, where the dialect
+        says so, :meth:`run` itself in a worker thread."""
+        if self.qb.async_in_thread:
+            # The same sync function on the sync engine, in one worker thread (see
+            # QueryBuilder.async_in_thread): the event loop is never blocked.
+            return await asyncio.to_thread(self.run, access, op, args)
+        conn: AsyncConnection
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self.per_loop.current().connect(access) as conn:
+                    if not self.schema_checked:
+                        await conn.run_sync(self.check_schema)
+                    return await conn.run_sync(op, *args)
+            except DBAPIError as e:
+                self.raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def drive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the sync door."""
+        steps = _Steps(plan)
+        for access, op, args in steps:
+            steps.result = self.run(access, op, args)
+        return steps.value
+
+    async def adrive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the async door."""
+        steps = _Steps(plan)
+        for access, op, args in steps:
+            steps.result = await self.arun(access, op, args)
+        return steps.value
+
+    def raise_unless_retry(self, error: DBAPIError, attempt: int) -> None:
+        """Return (to retry) when the server dropped the connection and this was the first
+        attempt: SQLAlchemy has invalidated the pool's connections of before the drop, and
+        every operation of the saver is idempotent (upserts, first-write-wins inserts,
+        deletes), so running it again on a fresh connection stores nothing twice.
+        Otherwise raise the typed error for ``error``."""
+        if error.connection_invalidated:
+            if attempt + 1 < _ATTEMPTS:
+                return
+            raise CheckpointConnectionError(
+                "lost the database connection, and again on a fresh one: "
+                f"{type(error.orig).__name__}: {error.orig}. Nothing of this call was "
+                "stored half-way (its transaction was rolled back); retry later."
+            ) from error
+        raise self.qb.translate_error(error) or error from error
+
+    def check_schema(self, conn: Connection) -> None:
+        """Once per saver: the database must be at the migration head this library ships,
+        so that a missing ``setup()`` is a clear error rather than raw SQL failing."""
+        current = migrate.current_revision(conn, schema=self.schema)
+        head = migrate.head_revision()
+        if current != head:
+            where = conn.engine.url.render_as_string(hide_password=True)
+            if current is None or current in migrate.known_revisions():
+                raise SchemaOutOfDateError(
+                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
+                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
+                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
+                    "--url URL)."
+                )
+            raise migrate.newer_schema_error(conn, current)
+        self.schema_checked = True
+
+
+class _Steps(Generic[R]):
+    """The operations of a plan, for a driver's loop: iterating yields each operation,
+    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
+
+    __slots__ = ("_plan", "result", "value")
+
+    def __init__(self, plan: Plan[R]) -> None:
+        self._plan = plan
+        self.result: Any = None
+        self.value: R
+
+    def __iter__(self) -> Iterator[Call]:
+        try:
+            while True:
+                yield self._plan.send(self.result)
+        except StopIteration as done:
+            self.value = done.value

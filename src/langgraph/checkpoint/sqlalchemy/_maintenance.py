@@ -1,4 +1,4 @@
-"""Operator operations: prune, copy_thread, delete_for_runs, and blob clean-up.
+"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, thread locks.
 
 Sync functions on a ``Connection`` inside the caller's transaction, like :mod:`._ops`;
 the saver runs them directly (sync) or through ``run_sync`` (async).
@@ -6,14 +6,18 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Engine,
     and_,
     delete,
     distinct,
@@ -23,11 +27,14 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 
 from . import _history
+from ._loops import PerLoopEngines
 from ._ops import Statements, _chunks
-from .errors import ThreadNotEmptyError
+from .dialects import QueryBuilder
+from .errors import ThreadLockTimeout, ThreadNotEmptyError
 from .schema import blobs, checkpoints, full_name, stored_full, writes
 
 PendingChannels = Callable[[Any], Sequence[str]]
@@ -339,3 +346,89 @@ def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str
         n, total = conn.execute(stmt).one()
         out[table.name] = {"rows": int(n), "bytes": int(total)}
     return out
+
+
+# -- per-thread lock across processes ------------------------------------------------------
+
+#: Seconds between two tries of a thread lock held elsewhere.
+_LOCK_POLL = 0.05
+
+
+@contextmanager
+def thread_lock(engine: Engine, qb: QueryBuilder, key: str, timeout: float) -> Iterator[None]:
+    """Hold the dialect's cross-process lock on a thread for the block (the saver's
+    ``lock_thread``): try it every :data:`_LOCK_POLL` seconds until ``timeout``.
+
+    Raises:
+        ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = engine.connect() if qb.thread_lock_uses_connection else None
+        try:
+            handle = qb.try_thread_lock(conn, engine.url, key)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        if handle is not None:
+            break
+        if conn is not None:
+            conn.close()
+        if time.monotonic() >= deadline:
+            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+        time.sleep(_LOCK_POLL)
+    try:
+        yield
+    finally:
+        try:
+            qb.release_thread_lock(conn, handle)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+@asynccontextmanager
+async def athread_lock(
+    engines: PerLoopEngines, url: URL, qb: QueryBuilder, key: str, timeout: float
+) -> AsyncIterator[None]:
+    """:func:`thread_lock` for the saver's ``alock_thread``: waits without blocking the
+    event loop, holding a connection of the running loop's engine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if qb.thread_lock_uses_connection:
+            aconn = await engines.current().engine.connect()
+            try:
+                handle = await aconn.run_sync(qb.try_thread_lock, url, key)
+            except BaseException:
+                await aconn.close()
+                raise
+            if handle is not None:
+                break
+            await aconn.close()
+        else:
+            handle = await asyncio.to_thread(qb.try_thread_lock, None, url, key)
+            if handle is not None:
+                aconn = None
+                break
+        if time.monotonic() >= deadline:
+            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+        await asyncio.sleep(_LOCK_POLL)
+    try:
+        yield
+    finally:
+        try:
+            if aconn is not None:
+                await aconn.run_sync(qb.release_thread_lock, handle)
+            else:
+                qb.release_thread_lock(None, handle)
+        finally:
+            if aconn is not None:
+                await aconn.close()
+
+
+def _lock_timeout_message(thread_id: str, timeout: float) -> str:
+    return (
+        f"thread {thread_id!r} stayed locked by another run for {timeout} s; wait for it to "
+        "finish or raise lock_thread(timeout=...)"
+    )

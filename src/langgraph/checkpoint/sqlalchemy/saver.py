@@ -2,7 +2,7 @@
 
 Each database operation is written once, as a sync function on a SQLAlchemy
 ``Connection`` (:mod:`._ops`, :mod:`._history`, :mod:`._maintenance`). Each public
-method builds a plan (``_Plan``): it checks and encodes its arguments (:mod:`._codec`),
+method builds a plan (:data:`._loops.Plan`): it checks and encodes its arguments (:mod:`._codec`),
 names the operations to run and decodes what they return. A sync method runs the plan's
 operations on the sync engine; its async twin runs the same plan on the async engine,
 each operation through ``AsyncConnection.run_sync``. Both engines are made from one URL
@@ -23,12 +23,11 @@ import builtins
 import logging
 import random
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -42,20 +41,16 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from typing_extensions import Self
 
-from sqlalchemy import Connection, Engine, create_engine
+from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from . import _codec, _history, _maintenance, _ops, _strict, migrate
-from ._codec import Call, PendingWrite
-from ._loops import Access, Doors, PerLoopEngines
+from ._codec import PendingWrite
+from ._loops import Access, Plan, Runner
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, QueryBuilder, configure_engine, resolve_urls
 from .errors import (
-    CheckpointConnectionError,
-    SchemaOutOfDateError,
-    ThreadLockTimeout,
     UnsupportedDriverError,
 )
 
@@ -65,16 +60,16 @@ logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
 R = TypeVar("R")
 
-_Plan = Generator[Call, Any, R]
-"""The steps of a public method: yields each operation to run (``(access, op, args)``),
-is sent its result, and returns the method's result. Run by ``_drive`` (sync) or
-``_adrive`` (async), so that a method and its async twin share every step."""
+# The contract's parameter types under short names, so that a method and its async twin
+# declare their parameters on one line each rather than repeat a block of them.
+_Config = RunnableConfig
+_Where = RunnableConfig | None
+_Filter = dict[str, Any] | None
+_Limit = int | None
+_Meta = CheckpointMetadata
+_Versions = ChannelVersions
+_Writes = Sequence[tuple[str, Any]]
 
-#: Tries of an operation when the server drops the connection under it (see
-#: ``SQLAlchemySaver._raise_unless_retry``).
-_ATTEMPTS = 2
-#: Seconds between two tries of a thread lock held elsewhere.
-_LOCK_POLL = 0.05
 #: Checkpoints fetched per round trip while ``list()`` iterates; no connection is held
 #: between pages, so the caller may use the saver inside the loop.
 LIST_PAGE_SIZE = 100
@@ -187,12 +182,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             Access.WRITE: {**base, WRITE_OPTION: True},
             Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
         }
-        self._doors = Doors(engine, options)
-        # One async engine per event loop (see _loops): any loop, any thread.
-        self._aengines = PerLoopEngines(async_engine, options)
+        self._doors = Runner(engine, async_engine, options, qb, schema)
         self._st = _ops.Statements(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
-        self._schema_checked = False
 
     @classmethod
     def from_conn_string(
@@ -286,14 +278,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         # A read of its own, ended before the migration's transaction begins (a MySQL
         # snapshot taken before another process creates the tables would fail the
         # migration with error 1412).
-        with self._doors.connect(Access.READ) as conn:
+        with self._doors.sync.connect(Access.READ) as conn:
             up_to_date = migrate.current_revision(conn, schema=self.schema) == (
                 migrate.head_revision()
             )
         if not up_to_date:
-            with self._doors.connect(Access.WRITE) as conn:
+            with self._doors.sync.connect(Access.WRITE) as conn:
                 migrate.upgrade(conn, schema=self.schema)
-        self._schema_checked = True
+        self._doors.schema_checked = True
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
@@ -312,7 +304,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         for engine in self._owned:
             if not isinstance(engine, AsyncEngine):
                 engine.dispose()
-        self._aengines.close(dispose_primary=self._owns(self.async_engine))
+        self._doors.per_loop.close(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
 
     async def aclose(self) -> None:
@@ -322,7 +314,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         for engine in self._owned:
             if not isinstance(engine, AsyncEngine):
                 engine.dispose()
-        await self._aengines.aclose(dispose_primary=self._owns(self.async_engine))
+        await self._doors.per_loop.aclose(dispose_primary=self._owns(self.async_engine))
         self._release_keeper()
 
     def _owns(self, engine: Engine | AsyncEngine) -> bool:
@@ -355,87 +347,6 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> None:
         await self.aclose()
 
-    # -- the two doors: one sync function on a Connection, run sync or async -----------
-
-    def _run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
-        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried once on
-        a dropped connection (see :meth:`_raise_unless_retry`)."""
-        for attempt in range(_ATTEMPTS):
-            try:
-                with self._doors.connect(access) as conn:
-                    if not self._schema_checked:
-                        self._check_schema(conn)
-                    return op(conn, *args)
-            except DBAPIError as e:
-                self._raise_unless_retry(e, attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
-        """:meth:`_run` for the async methods: the same function through
-        ``AsyncConnection.run_sync`` on the running loop's engine, or, where the dialect
-        says so, :meth:`_run` itself in a worker thread."""
-        if self._qb.async_in_thread:
-            # The same sync function on the sync engine, in one worker thread (see
-            # QueryBuilder.async_in_thread): the event loop is never blocked.
-            return await asyncio.to_thread(self._run, access, op, args)
-        conn: AsyncConnection
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._aengines.current().connect(access) as conn:
-                    if not self._schema_checked:
-                        await conn.run_sync(self._check_schema)
-                    return await conn.run_sync(op, *args)
-            except DBAPIError as e:
-                self._raise_unless_retry(e, attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _drive(self, plan: _Plan[R]) -> R:
-        """Run a plan's operations one after the other through the sync door."""
-        steps = _Steps(plan)
-        for access, op, args in steps:
-            steps.result = self._run(access, op, args)
-        return steps.value
-
-    async def _adrive(self, plan: _Plan[R]) -> R:
-        """Run a plan's operations one after the other through the async door."""
-        steps = _Steps(plan)
-        for access, op, args in steps:
-            steps.result = await self._arun(access, op, args)
-        return steps.value
-
-    def _raise_unless_retry(self, error: DBAPIError, attempt: int) -> None:
-        """Return (to retry) when the server dropped the connection and this was the first
-        attempt: SQLAlchemy has invalidated the pool's connections of before the drop, and
-        every operation of the saver is idempotent (upserts, first-write-wins inserts,
-        deletes), so running it again on a fresh connection stores nothing twice.
-        Otherwise raise the typed error for ``error``."""
-        if error.connection_invalidated:
-            if attempt + 1 < _ATTEMPTS:
-                return
-            raise CheckpointConnectionError(
-                "lost the database connection, and again on a fresh one: "
-                f"{type(error.orig).__name__}: {error.orig}. Nothing of this call was "
-                "stored half-way (its transaction was rolled back); retry later."
-            ) from error
-        raise self._qb.translate_error(error) or error from error
-
-    def _check_schema(self, conn: Connection) -> None:
-        """Once per saver: the database must be at the migration head this library ships,
-        so that a missing ``setup()`` is a clear error rather than raw SQL failing."""
-        current = migrate.current_revision(conn, schema=self.schema)
-        head = migrate.head_revision()
-        if current != head:
-            where = conn.engine.url.render_as_string(hide_password=True)
-            if current is None or current in migrate.known_revisions():
-                raise SchemaOutOfDateError(
-                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
-                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
-                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
-                    "--url URL)."
-                )
-            raise migrate.newer_schema_error(conn, current)
-        self._schema_checked = True
-
     # -- the saver contract: each sync method beside its async twin, one plan for both ----
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -450,20 +361,18 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         Raises:
             CheckpointConfigError: No ``thread_id``, or an id of the wrong type or length.
+            CheckpointDecodeError: The checkpoint, a channel value or a pending write
+                cannot be decoded (damaged or forged row, another serializer or key, or
+                a class ``strict_decode`` refuses); the message names which.
         """
-        return self._drive(self._get_tuple(config))
+        return self._doors.drive(self._get_tuple(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        return await self._adrive(self._get_tuple(config))
+        return await self._doors.adrive(self._get_tuple(config))
 
     def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        self, config: _Where, *, filter: _Filter = None, before: _Where = None, limit: _Limit = None
     ) -> Iterator[CheckpointTuple]:
         """List checkpoints, newest first, fetched in pages of 100.
 
@@ -487,28 +396,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         pages = self._pages(config, filter, before, limit)
         for access, op, args in pages:
-            yield from pages.decoded(self._run(access, op, args))
+            yield from pages.decoded(self._doors.run(access, op, args))
 
     async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        self, config: _Where, *, filter: _Filter = None, before: _Where = None, limit: _Limit = None
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`list`; no connection is held while a checkpoint is yielded."""
         pages = self._pages(config, filter, before, limit)
         for access, op, args in pages:
-            for tup in pages.decoded(await self._arun(access, op, args)):
+            for tup in pages.decoded(await self._doors.arun(access, op, args)):
                 yield tup
 
     def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        self, config: _Config, checkpoint: Checkpoint, metadata: _Meta, new_versions: _Versions
     ) -> RunnableConfig:
         """Store a checkpoint, and the values of the channels in ``new_versions``.
 
@@ -529,25 +429,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: Bad thread, namespace or ids.
             CheckpointMetadataError: Metadata that is not JSON.
+            CheckpointConflictError: ``detect_conflicts`` is on and another checkpoint of
+                the namespace was stored since this one's parent (a run's step only).
         """
-        return self._drive(self._put(config, checkpoint, metadata, new_versions))
+        return self._doors.drive(self._put(config, checkpoint, metadata, new_versions))
 
     async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        self, config: _Config, checkpoint: Checkpoint, metadata: _Meta, new_versions: _Versions
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return await self._adrive(self._put(config, checkpoint, metadata, new_versions))
+        return await self._doors.adrive(self._put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
+        self, config: _Config, writes: _Writes, task_id: str, task_path: str = ""
     ) -> None:
         """Store the pending writes of a task for the checkpoint in ``config``.
 
@@ -560,28 +454,24 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``checkpoint_id``, or bad ids.
         """
-        self._drive(self._put_writes(config, writes, task_id, task_path))
+        self._doors.drive(self._put_writes(config, writes, task_id, task_path))
 
     async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
+        self, config: _Config, writes: _Writes, task_id: str, task_path: str = ""
     ) -> None:
         """Async :meth:`put_writes`."""
-        await self._adrive(self._put_writes(config, writes, task_id, task_path))
+        await self._doors.adrive(self._put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in every namespace.
 
         One transaction; deleting a thread that does not exist does nothing.
         """
-        self._drive(self._delete_thread(thread_id))
+        self._doors.drive(self._delete_thread(thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
-        await self._adrive(self._delete_thread(thread_id))
+        await self._doors.adrive(self._delete_thread(thread_id))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -603,13 +493,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Returns:
             ``{channel: {"writes": [(task_id, channel, value)], "seed"?: value}}``.
         """
-        return self._drive(self._delta_history(config, channels))
+        return self._doors.drive(self._delta_history(config, channels))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Async :meth:`get_delta_channel_history`."""
-        return await self._adrive(self._delta_history(config, channels))
+        return await self._doors.adrive(self._delta_history(config, channels))
 
     # -- versions ------------------------------------------------------------------------
 
@@ -644,11 +534,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             TypeError: ``run_ids`` is a bare string.
         """
-        self._drive(self._delete_for_runs(run_ids))
+        self._doors.drive(self._delete_for_runs(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        await self._adrive(self._delete_for_runs(run_ids))
+        await self._doors.adrive(self._delete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -658,11 +548,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ThreadNotEmptyError: The target thread already has checkpoints.
             CheckpointConfigError: A thread id of the wrong type or length.
         """
-        self._drive(self._copy_thread(source_thread_id, target_thread_id))
+        self._doors.drive(self._copy_thread(source_thread_id, target_thread_id))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        await self._adrive(self._copy_thread(source_thread_id, target_thread_id))
+        await self._doors.adrive(self._copy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, each in its own transaction.
@@ -681,11 +571,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             TypeError: ``thread_ids`` is a bare string.
             ValueError: Unknown strategy.
         """
-        self._drive(self._prune(thread_ids, strategy))
+        self._doors.drive(self._prune(thread_ids, strategy))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        await self._adrive(self._prune(thread_ids, strategy))
+        await self._doors.adrive(self._prune(thread_ids, strategy))
 
     # -- per-thread lock across processes ----------------------------------------------------
 
@@ -707,80 +597,23 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
         """
-        key = _codec.thread(thread_id)
-        qb = self._qb
-        deadline = time.monotonic() + timeout
-        while True:
-            conn = self.engine.connect() if qb.thread_lock_uses_connection else None
-            try:
-                handle = qb.try_thread_lock(conn, self.engine.url, key)
-            except BaseException:
-                if conn is not None:
-                    conn.close()
-                raise
-            if handle is not None:
-                break
-            if conn is not None:
-                conn.close()
-            if time.monotonic() >= deadline:
-                raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
-            time.sleep(_LOCK_POLL)
-        try:
+        with _maintenance.thread_lock(self.engine, self._qb, _codec.thread(thread_id), timeout):
             yield
-        finally:
-            try:
-                qb.release_thread_lock(conn, handle)
-            finally:
-                if conn is not None:
-                    conn.close()
 
     @asynccontextmanager
     async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         without blocking the event loop."""
         key = _codec.thread(thread_id)
-        qb = self._qb
-        url = self.engine.url
-        deadline = time.monotonic() + timeout
-        while True:
-            if qb.thread_lock_uses_connection:
-                aconn = await self._aengines.current().engine.connect()
-                try:
-                    handle = await aconn.run_sync(qb.try_thread_lock, url, key)
-                except BaseException:
-                    await aconn.close()
-                    raise
-                if handle is not None:
-                    break
-                await aconn.close()
-            else:
-                handle = await asyncio.to_thread(qb.try_thread_lock, None, url, key)
-                if handle is not None:
-                    aconn = None
-                    break
-            if time.monotonic() >= deadline:
-                raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
-            await asyncio.sleep(_LOCK_POLL)
-        try:
+        async with _maintenance.athread_lock(
+            self._doors.per_loop, self.engine.url, self._qb, key, timeout
+        ):
             yield
-        finally:
-            try:
-                if aconn is not None:
-                    await aconn.run_sync(qb.release_thread_lock, handle)
-                else:
-                    qb.release_thread_lock(None, handle)
-            finally:
-                if aconn is not None:
-                    await aconn.close()
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
 
     def list_threads(
-        self,
-        *,
-        limit: int | None = 100,
-        offset: int = 0,
-        idle_for: timedelta | None = None,
+        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
     ) -> builtins.list[ThreadInfo]:
         """Threads with their checkpoint counts and sizes, newest activity first.
 
@@ -800,17 +633,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             ValueError: ``limit`` or ``offset`` negative.
         """
-        return self._drive(self._list_threads(limit, offset, idle_for))
+        return self._doors.drive(self._list_threads(limit, offset, idle_for))
 
     async def alist_threads(
-        self,
-        *,
-        limit: int | None = 100,
-        offset: int = 0,
-        idle_for: timedelta | None = None,
+        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
-        return await self._adrive(self._list_threads(limit, offset, idle_for))
+        return await self._doors.adrive(self._list_threads(limit, offset, idle_for))
 
     def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Rows and serialised bytes per table, for the database or one thread.
@@ -819,11 +648,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ``{table name: {"rows": int, "bytes": int}}``; bytes are the lengths of the
             serialised columns, not the database's page usage.
         """
-        return self._drive(self._storage_stats(thread_id))
+        return self._doors.drive(self._storage_stats(thread_id))
 
     async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
-        return await self._adrive(self._storage_stats(thread_id))
+        return await self._doors.adrive(self._storage_stats(thread_id))
 
     # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
 
@@ -858,7 +687,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointConfigError: Bad thread, namespace, ids or channel names.
             CheckpointMetadataError: Metadata that is not JSON.
         """
-        return self._drive(self._put(config, checkpoint, metadata, new_versions, writes))
+        return self._doors.drive(self._put(config, checkpoint, metadata, new_versions, writes))
 
     def run_read(self, op: Callable[..., R], *args: Any) -> R:
         """Run a read ``op(conn, *args)`` on our tables, in a read transaction through
@@ -873,11 +702,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             SchemaOutOfDateError: The tables are missing or at another revision.
         """
-        return self._run(Access.READ, op, args)
+        return self._doors.run(Access.READ, op, args)
 
     # -- plans: the steps of each method, shared by its sync and async twins ----------
 
-    def _get_tuple(self, config: RunnableConfig) -> _Plan[CheckpointTuple | None]:
+    def _get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
         key = _codec.checkpoint_key(config)
         rec = yield Access.READ_ONE, _ops.get_checkpoint, (self._st, *key)
         if rec is not None and rec.incomplete:
@@ -885,23 +714,19 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return self._codec.to_tuple(rec) if rec is not None else None
 
     def _pages(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
+        self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
     ) -> _codec.Pages:
         query = self._codec.list_query(config, filter, before)
         return _codec.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
 
     def _put(
         self,
-        config: RunnableConfig,
+        config: _Config,
         checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        metadata: _Meta,
+        new_versions: _Versions,
         writes: Sequence[PendingWrite] | None = None,
-    ) -> _Plan[RunnableConfig]:
+    ) -> Plan[RunnableConfig]:
         rows, stored = self._codec.put_rows(config, checkpoint, metadata, new_versions)
         if writes is not None:
             # transfer: the writes in the same transaction, no conflict check.
@@ -921,12 +746,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return stored
 
     def _put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> _Plan[None]:
+        self, config: _Config, writes: _Writes, task_id: str, task_path: str
+    ) -> Plan[None]:
         rows, replace = self._codec.write_rows(config, writes, task_id, task_path)
         if rows:
             # One multi-row INSERT, atomic on its own, when its values fit one batch.
@@ -934,12 +755,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             access = Access.WRITE_ONE if size <= _ops.BATCH_BYTES else Access.WRITE
             yield access, _ops.put_writes, (self._st, rows, replace)
 
-    def _delete_thread(self, thread_id: str) -> _Plan[None]:
+    def _delete_thread(self, thread_id: str) -> Plan[None]:
         yield Access.WRITE, _ops.delete_thread, (self._st, _codec.thread(thread_id))
 
     def _delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
-    ) -> _Plan[dict[str, DeltaChannelHistory]]:
+    ) -> Plan[dict[str, DeltaChannelHistory]]:
         if not channels:
             return {}
         key = _codec.checkpoint_key(config)
@@ -947,16 +768,16 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         raw = yield Access.READ, _history.history, (self._st, *key, unique)
         return self._codec.histories(raw, channels)
 
-    def _delete_for_runs(self, run_ids: Sequence[str]) -> _Plan[None]:
+    def _delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
         keys = _codec.run_keys(run_ids)
         if keys:
             yield Access.WRITE, _maintenance.delete_for_runs, (self._st, keys)
 
-    def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> _Plan[None]:
+    def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
         source, target = _codec.thread(source_thread_id), _codec.thread(target_thread_id)
         yield Access.WRITE, _maintenance.copy_thread, (source, target)
 
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> _Plan[None]:
+    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """Each thread in its own transaction; every argument checked before the first."""
         threads = [_codec.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
         op: Callable[..., None]
@@ -972,42 +793,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     def _list_threads(
         self, limit: int | None, offset: int, idle_for: timedelta | None
-    ) -> _Plan[builtins.list[ThreadInfo]]:
+    ) -> Plan[builtins.list[ThreadInfo]]:
         page = _codec.thread_page(limit, offset, idle_for)
-        threads: builtins.list[ThreadInfo] = yield (
-            Access.READ,
-            _maintenance.list_threads,
-            (self._st, *page),
-        )
+        call = Access.READ, _maintenance.list_threads, (self._st, *page)
+        threads: builtins.list[ThreadInfo] = yield call
         return threads
 
-    def _storage_stats(self, thread_id: str | None) -> _Plan[dict[str, dict[str, int]]]:
+    def _storage_stats(self, thread_id: str | None) -> Plan[dict[str, dict[str, int]]]:
         key = _codec.thread(thread_id) if thread_id is not None else None
         stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)
         return stats
-
-
-class _Steps(Generic[R]):
-    """The operations of a plan, for a driver's loop: iterating yields each operation,
-    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
-
-    __slots__ = ("_plan", "result", "value")
-
-    def __init__(self, plan: _Plan[R]) -> None:
-        self._plan = plan
-        self.result: Any = None
-        self.value: R
-
-    def __iter__(self) -> Iterator[Call]:
-        try:
-            while True:
-                yield self._plan.send(self.result)
-        except StopIteration as done:
-            self.value = done.value
-
-
-def _lock_timeout_message(thread_id: str, timeout: float) -> str:
-    return (
-        f"thread {thread_id!r} stayed locked by another run for {timeout} s; wait for it to "
-        "finish or raise lock_thread(timeout=...)"
-    )

@@ -238,31 +238,17 @@ class Source(BaseCheckpointSaver[Any]):
         """The wrapped saver's ``get_tuple``."""
         return self.saver.get_tuple(config)
 
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """The wrapped saver's ``list``."""
-        return self.saver.list(config, filter=filter, before=before, limit=limit)
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        """The wrapped saver's ``list`` (``filter``, ``before``, ``limit``)."""
+        return self.saver.list(config, **kwargs)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The wrapped saver's ``aget_tuple``."""
         return await self.saver.aget_tuple(config)
 
-    def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """The wrapped saver's ``alist``."""
-        return self.saver.alist(config, filter=filter, before=before, limit=limit)
+    def alist(self, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+        """The wrapped saver's ``alist`` (``filter``, ``before``, ``limit``)."""
+        return self.saver.alist(config, **kwargs)
 
 
 def _tables_of(saver: BaseCheckpointSaver[Any]) -> _Tables | None:
