@@ -24,17 +24,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import enum
+import sqlite3
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from . import migrate
-from .dialects import QueryBuilder
-from .errors import CheckpointConnectionError, SchemaOutOfDateError
+from .dialects import QueryBuilder, configure_engine, resolve_urls
+from .errors import CheckpointConnectionError, SchemaOutOfDateError, UnsupportedDriverError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
@@ -42,6 +43,42 @@ _DIALECT_WAIT = 30.0
 #: Tries of an operation when the server drops the connection under it (see
 #: :meth:`Runner.raise_unless_retry`).
 _ATTEMPTS = 2
+
+
+def engine_pair(
+    engine: Engine | None, async_engine: AsyncEngine | None
+) -> tuple[Engine, AsyncEngine, list[Engine | AsyncEngine]]:
+    """The saver's two engines: the given ones, the missing one made from the other's URL.
+
+    Returns:
+        ``(engine, async_engine, made)``: both configured for the saver
+        (:func:`.dialects.configure_engine`), and the ones made here.
+
+    Raises:
+        ValueError: Neither engine was given.
+        UnsupportedDriverError: ``engine`` is an async driver's engine.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+    if engine is None and async_engine is None:
+        raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
+    made: list[Engine | AsyncEngine] = []
+    if engine is not None and engine.dialect.is_async:
+        raise UnsupportedDriverError(
+            f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
+            "pass create_async_engine(url) as async_engine= instead."
+        )
+    if engine is None:
+        assert async_engine is not None
+        engine = create_engine(resolve_urls(async_engine.url).sync)
+        made.append(engine)
+    if async_engine is None:
+        twin = resolve_urls(engine.url)
+        twin.require_async()
+        async_engine = create_async_engine(twin.async_)
+        made.append(async_engine)
+    configure_engine(engine)
+    configure_engine(async_engine.sync_engine)
+    return engine, async_engine, made
 
 
 class Access(enum.Enum):
@@ -202,6 +239,11 @@ class Runner:
         options: Execution options of each access.
         qb: The dialect's query builder (errors, ``async_in_thread``).
         schema: The PostgreSQL schema of the tables, for the schema check.
+        owned: The engines the saver made, disposed by :meth:`close`.
+
+    Attributes:
+        keeper: The connection that keeps a shared in-memory SQLite database alive
+            (``from_conn_string(":memory:")``), closed by :meth:`close`.
     """
 
     def __init__(
@@ -211,13 +253,42 @@ class Runner:
         options: AccessOptions,
         qb: QueryBuilder,
         schema: str | None,
+        *,
+        owned: list[Engine | AsyncEngine],
     ) -> None:
+        self.owned = owned
+        self.keeper: sqlite3.Connection | None = None
         self.sync = Doors(engine, options)
         # One async engine per event loop: any loop, any thread.
         self.per_loop = PerLoopEngines(async_engine, options)
         self.qb = qb
         self.schema = schema
         self.schema_checked = False
+
+    def close(self) -> None:
+        """Dispose the engines the saver made; async pools are dropped without awaiting."""
+        self._dispose_sync()
+        self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    async def aclose(self) -> None:
+        """Dispose the engines the saver made, closing async connections properly."""
+        self._dispose_sync()
+        await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    def _dispose_sync(self) -> None:
+        for engine in self.owned:
+            if not isinstance(engine, AsyncEngine):
+                engine.dispose()
+
+    def _owns(self, engine: Engine | AsyncEngine) -> bool:
+        return any(e is engine for e in self.owned)
+
+    def _release_keeper(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper = None
 
     def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
         """Run ``op(conn, *args)`` on a sync connection for ``access``, retried once on

@@ -47,12 +47,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from . import _codec, _history, _maintenance, _ops, _strict, migrate
 from ._codec import PendingWrite
-from ._loops import Access, Plan, Runner
+from ._loops import Access, Plan, Runner, engine_pair
 from ._maintenance import ThreadInfo
-from .dialects import WRITE_OPTION, QueryBuilder, configure_engine, resolve_urls
-from .errors import (
-    UnsupportedDriverError,
-)
+from .dialects import WRITE_OPTION, QueryBuilder, resolve_urls
 
 __all__ = ["SQLAlchemySaver"]
 
@@ -151,26 +148,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         inline_limit = _codec.check_inline_limit(inline_limit)
         self.detect_conflicts = detect_conflicts
         strict = _strict.strict_from_env() if strict_decode is None else strict_decode
-        if engine is None and async_engine is None:
-            raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
-        self._owned: list[Engine | AsyncEngine] = []
-        self._keeper: sqlite3.Connection | None = None
-        if engine is not None and engine.dialect.is_async:
-            raise UnsupportedDriverError(
-                f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
-                "pass create_async_engine(url) as async_engine= instead."
-            )
-        if engine is None:
-            assert async_engine is not None
-            engine = create_engine(resolve_urls(async_engine.url).sync)
-            self._owned.append(engine)
-        if async_engine is None:
-            twin = resolve_urls(engine.url)
-            twin.require_async()
-            async_engine = create_async_engine(twin.async_)
-            self._owned.append(async_engine)
-        configure_engine(engine)
-        configure_engine(async_engine.sync_engine)
+        engine, async_engine, owned = engine_pair(engine, async_engine)
         self.schema = schema
         self.engine = engine
         self.async_engine = async_engine
@@ -182,7 +160,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             Access.WRITE: {**base, WRITE_OPTION: True},
             Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
         }
-        self._doors = Runner(engine, async_engine, options, qb, schema)
+        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned)
         self._st = _ops.Statements(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
 
@@ -246,8 +224,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             detect_conflicts=detect_conflicts,
             strict_decode=strict_decode,
         )
-        saver._owned = [engine, async_engine]
-        saver._keeper = keeper
+        saver._doors.owned = [engine, async_engine]
+        saver._doors.keeper = keeper
         return saver
 
     @property
@@ -301,29 +279,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Connections of an async pool belong to an event loop: they are dropped without
         awaiting their close (call :meth:`aclose` to close them properly).
         """
-        for engine in self._owned:
-            if not isinstance(engine, AsyncEngine):
-                engine.dispose()
-        self._doors.per_loop.close(dispose_primary=self._owns(self.async_engine))
-        self._release_keeper()
+        self._doors.close()
 
     async def aclose(self) -> None:
         """Dispose the engines this saver created, closing the async connections of the
         running event loop properly (those of another loop on that loop if it still
         runs). Any thread and loop may call it."""
-        for engine in self._owned:
-            if not isinstance(engine, AsyncEngine):
-                engine.dispose()
-        await self._doors.per_loop.aclose(dispose_primary=self._owns(self.async_engine))
-        self._release_keeper()
-
-    def _owns(self, engine: Engine | AsyncEngine) -> bool:
-        return any(e is engine for e in self._owned)
-
-    def _release_keeper(self) -> None:
-        if self._keeper is not None:
-            self._keeper.close()
-            self._keeper = None
+        await self._doors.aclose()
 
     def __enter__(self) -> Self:
         return self
@@ -666,19 +628,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint and its pending writes in one transaction (writes first).
 
-        Used by :mod:`.transfer`'s copy and import, so that a checkpoint present in the
-        database always has its writes. The same checks and guarantees as :meth:`put`
-        followed by :meth:`put_writes` (blobs and writes first-write-wins), through the
-        same door (schema check, one retry on a dropped connection). Writes keep their
-        ``idx`` when given; without any, regular writes are numbered per task in their
-        order. No conflict check (``detect_conflicts``): a copy keeps its forks.
+        Used by :mod:`.transfer`'s copy and import. The same checks and guarantees as
+        :meth:`put` followed by :meth:`put_writes`, through the same door; writes keep
+        their ``idx`` when given (else regular writes are numbered per task), and there is
+        no conflict check (``detect_conflicts``): a copy keeps its forks.
 
         Args:
-            config: Config of the parent checkpoint (as for :meth:`put`).
-            checkpoint: The checkpoint.
-            metadata: Its metadata; must be JSON.
-            new_versions: ``{channel: version}`` of the channel values to store.
-            writes: Its pending writes, in their order.
+            config, checkpoint, metadata, new_versions: As for :meth:`put`.
+            writes: The checkpoint's pending writes, in their order.
 
         Returns:
             The config of the stored checkpoint.
@@ -690,14 +647,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return self._doors.drive(self._put(config, checkpoint, metadata, new_versions, writes))
 
     def run_read(self, op: Callable[..., R], *args: Any) -> R:
-        """Run a read ``op(conn, *args)`` on our tables, in a read transaction through
-        the door of every read (schema check, one retry on a dropped connection).
-
-        For this package's own modules (:mod:`.transfer` reads our tables by key); not
-        part of the checkpoint saver contract.
-
-        Returns:
-            What ``op`` returns.
+        """Return ``op(conn, *args)`` run in a read transaction through the door of every
+        read (schema check, one retry): how :mod:`.transfer` reads our tables by key.
 
         Raises:
             SchemaOutOfDateError: The tables are missing or at another revision.

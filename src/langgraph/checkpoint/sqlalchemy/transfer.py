@@ -4,7 +4,8 @@
   official ``SqliteSaver`` file (langgraph-checkpoint-sqlite: tables ``checkpoints``,
   ``writes``) or an official ``PostgresSaver`` database (langgraph-checkpoint-postgres:
   ``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``), told apart by the tables
-  present.
+  present. An official store opens as a :class:`Source`: the official saver, with the
+  tables and engine transfer reads beside it (our saver reads its own tables).
 * :func:`copy_threads` copies every checkpoint of every namespace of some threads, with
   their ids, parents, metadata and pending writes, into a :class:`SQLAlchemySaver`. It is
   resumable: a checkpoint the target already has is skipped, so an interrupted copy is
@@ -13,7 +14,8 @@
   file, portable between our databases.
 
 Each checkpoint is stored in the target with its pending writes in one transaction
-(writes first), so a checkpoint present in the target always has its writes.
+(writes first, :meth:`.SQLAlchemySaver.put_with_writes`), so a checkpoint present in the
+target always has its writes.
 """
 
 from __future__ import annotations
@@ -507,8 +509,9 @@ def open_source(
     :class:`SQLAlchemySaver`; an official SqliteSaver file (``checkpoints`` and
     ``writes`` on SQLite) a ``SqliteSaver`` on a read-only connection; an official
     PostgresSaver database (``checkpoints``, ``checkpoint_blobs``,
-    ``checkpoint_writes`` on PostgreSQL) a ``PostgresSaver``. The official savers are
-    optional dependencies, imported only when needed. Nothing is written to the source.
+    ``checkpoint_writes`` on PostgreSQL) a ``PostgresSaver``; an official one comes in a
+    :class:`Source`, which owns its reflected tables. The official savers are optional
+    dependencies, imported only when needed. Nothing is written to the source.
 
     Args:
         url: Database URL or SQLite file path (as for ``SQLAlchemySaver.from_conn_string``).
@@ -517,7 +520,9 @@ def open_source(
         schema: PostgreSQL schema of our tables, when the source is ours.
 
     Yields:
-        A saver reading the source; closed when the block exits.
+        A saver reading the source, closed when the block exits: our
+        :class:`SQLAlchemySaver`, or a :class:`Source` that reads like the official
+        saver it holds (``get_tuple``, ``list``, ``serde``).
 
     Raises:
         UnknownSourceError: No checkpoint tables (or no such SQLite file), or several
@@ -664,7 +669,8 @@ def _store(
     metadata: CheckpointMetadata,
     pending: Sequence[PendingWrite],
 ) -> None:
-    """Store a checkpoint and its pending writes in one transaction, writes first.
+    """Store a checkpoint and its pending writes in one transaction, writes first
+    (:meth:`.SQLAlchemySaver.put_with_writes`).
 
     ``new_versions`` is the checkpoint's channel versions of the channels it holds a
     value for; blobs are first-write-wins, so values shared with the parent are not
