@@ -6,7 +6,8 @@ operation, and decodes the records the operation read back into ``CheckpointTupl
 objects, after the connection went back to the pool.
 
 The names are public (no underscore) because the module itself is private: it serves
-the saver and :mod:`.transfer`.
+the saver and :mod:`.transfer`. One cohesive thing, hence its length: everything between
+a call's arguments and the rows the operations take or give, both ways.
 """
 
 from __future__ import annotations

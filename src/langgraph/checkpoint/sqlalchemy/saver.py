@@ -13,14 +13,15 @@ engine, in one worker thread (``asyncio.to_thread``, see
 :attr:`.QueryBuilder.async_in_thread`): the event loop is never blocked, and an
 operation costs two thread hops instead of two a statement through aiosqlite.
 
-Every dialect difference lives in :mod:`.dialects`.
+Every dialect difference lives in :mod:`.dialects`. The module is the saver class: the
+contract and its documentation (about 300 of its lines), which is why it is longer than
+the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 import random
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -53,12 +54,11 @@ from .dialects import WRITE_OPTION, QueryBuilder, resolve_urls
 
 __all__ = ["SQLAlchemySaver"]
 
-logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
-
 R = TypeVar("R")
 
-# The contract's parameter types under short names, so that a method and its async twin
-# declare their parameters on one line each rather than repeat a block of them.
+# The contract's parameter types under short names: an async twin declares its
+# parameters on one line instead of repeating its sync method's block (whose signature
+# the reference shows in full).
 _Config = RunnableConfig
 _Where = RunnableConfig | None
 _Filter = dict[str, Any] | None
@@ -334,7 +334,12 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return await self._doors.adrive(self._get_tuple(config))
 
     def list(
-        self, config: _Where, *, filter: _Filter = None, before: _Where = None, limit: _Limit = None
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """List checkpoints, newest first, fetched in pages of 100.
 
@@ -370,7 +375,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 yield tup
 
     def put(
-        self, config: _Config, checkpoint: Checkpoint, metadata: _Meta, new_versions: _Versions
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint, and the values of the channels in ``new_versions``.
 
@@ -403,7 +412,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         return await self._doors.adrive(self._put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
-        self, config: _Config, writes: _Writes, task_id: str, task_path: str = ""
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         """Store the pending writes of a task for the checkpoint in ``config``.
 
