@@ -24,8 +24,9 @@ import base64
 import binascii
 import json
 import os
+import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, TypeVar, cast
@@ -204,8 +205,8 @@ class _Tables:
 
 class Source(BaseCheckpointSaver[Any]):
     """An official saver's database opened by :func:`open_source`: reads like the saver
-    it wraps (``get_tuple``, ``list`` and their async twins, ``serde``) and owns the
-    tables, engine and kind transfer reads beside it.
+    it wraps (``get_tuple``, ``list``, ``serde``; the official sync savers have no async
+    methods) and owns the tables, engine and kind transfer reads beside it.
 
     Args:
         saver: The official saver (``SqliteSaver`` or ``PostgresSaver``).
@@ -243,14 +244,6 @@ class Source(BaseCheckpointSaver[Any]):
     def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
         """The wrapped saver's ``list`` (``filter``, ``before``, ``limit``)."""
         return self.saver.list(config, **kwargs)
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The wrapped saver's ``aget_tuple``."""
-        return await self.saver.aget_tuple(config)
-
-    def alist(self, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
-        """The wrapped saver's ``alist`` (``filter``, ``before``, ``limit``)."""
-        return self.saver.alist(config, **kwargs)
 
 
 def _tables_of(saver: BaseCheckpointSaver[Any]) -> _Tables | None:
@@ -555,7 +548,6 @@ def open_source(
                 from langgraph.checkpoint.sqlite import SqliteSaver
             except ImportError as e:
                 raise _missing_extra("langgraph-checkpoint-sqlite", e) from e
-            import sqlite3
 
             conn = sqlite3.connect(
                 f"file:{quote(path)}?mode=ro",
