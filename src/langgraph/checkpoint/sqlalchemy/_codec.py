@@ -179,7 +179,7 @@ def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str | None]:
     return cast(str, thread_id), namespace(c.get("checkpoint_ns")), checkpoint_id
 
 
-def config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     """The config of one checkpoint."""
     return {
         "configurable": {
@@ -265,9 +265,9 @@ def _own_id(checkpoint: Checkpoint, parent_id: str | None) -> str:
     return checkpoint_id
 
 
-def _metadata_json(config_: RunnableConfig, metadata: CheckpointMetadata) -> Any:
+def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
     try:
-        return canonical_json(get_serializable_checkpoint_metadata(config_, metadata))
+        return canonical_json(get_serializable_checkpoint_metadata(config, metadata))
     except (TypeError, ValueError) as e:
         raise CheckpointMetadataError(
             f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
@@ -364,10 +364,10 @@ class Codec:
         ]
         parent = row.parent_checkpoint_id
         return CheckpointTuple(
-            config=config(thread_id, checkpoint_ns, row.checkpoint_id),
+            config=checkpoint_config(thread_id, checkpoint_ns, row.checkpoint_id),
             checkpoint=cast(Checkpoint, checkpoint),
             metadata=cast(CheckpointMetadata, row.metadata),
-            parent_config=config(thread_id, checkpoint_ns, parent) if parent else None,
+            parent_config=checkpoint_config(thread_id, checkpoint_ns, parent) if parent else None,
             pending_writes=pending,
         )
 
@@ -417,7 +417,7 @@ class Codec:
 
     def put_rows(
         self,
-        config_: RunnableConfig,
+        config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
@@ -428,9 +428,9 @@ class Codec:
             CheckpointConfigError: Bad thread, namespace, ids or channel names.
             CheckpointMetadataError: Metadata that is not JSON.
         """
-        thread_id, checkpoint_ns, parent_id = checkpoint_key(config_)
+        thread_id, checkpoint_ns, parent_id = checkpoint_key(config)
         checkpoint_id = _own_id(checkpoint, parent_id)
-        meta = _metadata_json(config_, metadata)
+        meta = _metadata_json(config, metadata)
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions", {})
         inline, blob_rows = self._place_values(
@@ -454,7 +454,7 @@ class Codec:
             "inline_values": _inline.pack(inline),
         }
         rows = _ops.CheckpointRows(checkpoint_row, blob_rows)
-        return rows, config(thread_id, checkpoint_ns, checkpoint_id)
+        return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _place_values(
         self,
@@ -496,7 +496,7 @@ class Codec:
 
     def write_rows(
         self,
-        config_: RunnableConfig,
+        config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
@@ -507,7 +507,7 @@ class Codec:
         Raises:
             CheckpointConfigError: No ``checkpoint_id``, bad ids or channel names.
         """
-        thread_id, checkpoint_ns, checkpoint_id = checkpoint_key(config_)
+        thread_id, checkpoint_ns, checkpoint_id = checkpoint_key(config)
         if checkpoint_id is None:
             raise CheckpointConfigError(
                 "put_writes needs config['configurable']['checkpoint_id'] (the checkpoint "
@@ -538,7 +538,7 @@ class Codec:
         return rows, replace
 
     def pending_rows(
-        self, config_: RunnableConfig, pending: Sequence[PendingWrite]
+        self, config: RunnableConfig, pending: Sequence[PendingWrite]
     ) -> list[dict[str, Any]]:
         """The rows of pending writes stored with their checkpoint (transfer).
 
@@ -547,7 +547,7 @@ class Codec:
         """
         write_rows: list[dict[str, Any]] = []
         for w in pending:
-            rows, _ = self.write_rows(config_, [(w.channel, w.value)], w.task_id, w.task_path)
+            rows, _ = self.write_rows(config, [(w.channel, w.value)], w.task_id, w.task_path)
             if w.idx is not None:
                 rows[0]["idx"] = w.idx
             write_rows.extend(rows)
@@ -562,7 +562,7 @@ class Codec:
 
     def list_query(
         self,
-        config_: RunnableConfig | None,
+        config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
     ) -> _ops.ListQuery:
@@ -572,7 +572,7 @@ class Codec:
             CheckpointConfigError: A config without ``thread_id`` or with bad ids.
             CheckpointMetadataError: A filter that is not a dict of JSON values.
         """
-        where = _thread_where(config_) if config_ is not None else []
+        where = _thread_where(config) if config is not None else []
         if before is not None:
             before_id = text_id(
                 configurable(before).get("checkpoint_id"),
@@ -609,10 +609,10 @@ class Codec:
         return _ops.ListQuery(tuple(where), tuple(json_filters))
 
 
-def _thread_where(config_: RunnableConfig) -> list[ColumnElement[bool]]:
+def _thread_where(config: RunnableConfig) -> list[ColumnElement[bool]]:
     """Conditions of a ``list()`` config: its thread, namespace and checkpoint."""
     where: list[ColumnElement[bool]] = []
-    c = configurable(config_)
+    c = configurable(config)
     thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
     where.append(checkpoints.c.thread_id == thread_id)
     if stored_full(cast(str, thread_id)) is not None:

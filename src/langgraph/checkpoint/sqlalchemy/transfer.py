@@ -55,7 +55,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from ._codec import PendingWrite, config, namespace, thread
+from ._codec import PendingWrite, checkpoint_config, namespace, thread
 from .dialects import resolve_urls
 from .errors import CheckpointConfigError
 from .saver import SQLAlchemySaver
@@ -338,7 +338,7 @@ class _Reader:
         if self.tables is None:
             found: Counter[tuple[str, str, str, str]] = Counter()
             for ns, checkpoint_id in keys:
-                tup = self.saver.get_tuple(config(thread_id, ns, checkpoint_id))
+                tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
                     found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
             return found
@@ -355,7 +355,7 @@ class _Reader:
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
     ) -> tuple[CheckpointTuple, list[PendingWrite]]:
-        tup = self.saver.get_tuple(config(thread_id, ns, checkpoint_id))
+        tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
         if tup is None:
             raise LookupError(f"checkpoint {thread_id}/{ns!r}/{checkpoint_id} vanished")
         if self.tables is None:
@@ -676,8 +676,8 @@ def _store(
     new_versions = {
         ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
     }
-    config_ = cast(RunnableConfig, {"configurable": parent})
-    target.put_with_writes(config_, checkpoint, metadata, new_versions, pending)
+    config = cast(RunnableConfig, {"configurable": parent})
+    target.put_with_writes(config, checkpoint, metadata, new_versions, pending)
 
 
 # -- copy ---------------------------------------------------------------------------------
