@@ -647,7 +647,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         no conflict check (``detect_conflicts``): a copy keeps its forks.
 
         Args:
-            config, checkpoint, metadata, new_versions: As for :meth:`put`.
+            config: Config of the parent checkpoint (as for :meth:`put`).
+            checkpoint: The checkpoint.
+            metadata: Its metadata; must be JSON.
+            new_versions: ``{channel: version}`` of the channel values to store.
             writes: The checkpoint's pending writes, in their order.
 
         Returns:
