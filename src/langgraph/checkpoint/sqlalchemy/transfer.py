@@ -55,6 +55,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from . import _maintenance
 from ._codec import PendingWrite, checkpoint_config, namespace, thread
 from .dialects import resolve_urls
 from .errors import CheckpointConfigError
@@ -329,14 +330,13 @@ class _Reader:
         key_of = name_key if "thread_id_full" in c else str
         return [t for t in thread_ids if key_of(t) not in found]
 
-    def write_keys(
-        self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> Counter[tuple[str, str, str, str]]:
+    def write_keys(self, thread_id: str, keys: Sequence[tuple[str, str]]) -> _maintenance.WriteKeys:
         """``(checkpoint_ns, checkpoint_id, task_id, channel)`` of the pending writes of
-        the checkpoints ``keys`` of a thread, with their multiplicity."""
+        the checkpoints ``keys`` of a thread, with their multiplicity (as
+        :func:`._maintenance.held_keys` reads them from the target)."""
         wanted = set(keys)
         if self.tables is None:
-            found: Counter[tuple[str, str, str, str]] = Counter()
+            found: _maintenance.WriteKeys = Counter()
             for ns, checkpoint_id in keys:
                 tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
@@ -346,10 +346,16 @@ class _Reader:
         query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
             w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
         )
-        ns_by_key = _ns_by_key(keys) if "checkpoint_ns_full" in self.tables.checkpoints.c else None
+        ns_by_key = (
+            _maintenance.ns_by_key(keys)
+            if "checkpoint_ns_full" in self.tables.checkpoints.c
+            else None
+        )
         return cast(
-            Counter[tuple[str, str, str, str]],
-            self.tables.run(lambda conn: _counted(conn.execute(query), wanted, ns_by_key)),
+            _maintenance.WriteKeys,
+            self.tables.run(
+                lambda conn: _maintenance.counted(conn.execute(query), wanted, ns_by_key)
+            ),
         )
 
     def read(
@@ -399,28 +405,6 @@ _BATCH = 500
 def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), _BATCH):
         yield items[start : start + _BATCH]
-
-
-def _ns_by_key(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The namespaces of ``keys`` by what the key column of our tables holds for them
-    (a long namespace's digest key, :func:`.schema.name_key`)."""
-    return {name_key(ns): ns for ns, _ in keys}
-
-
-def _counted(
-    rows: Iterable[Any],
-    wanted: set[tuple[str, str]],
-    ns_by_key: dict[str, str] | None = None,
-) -> Counter[tuple[str, str, str, str]]:
-    """Pending-write keys ``(ns, checkpoint_id, task_id, channel)`` of ``rows`` whose
-    checkpoint is ``wanted``, with their multiplicity; ``ns_by_key`` maps our tables' key
-    column back to the namespace."""
-    found: Counter[tuple[str, str, str, str]] = Counter()
-    for ns_key, checkpoint_id, task_id, channel in rows:
-        ns = ns_by_key.get(str(ns_key), str(ns_key)) if ns_by_key else str(ns_key)
-        if (ns, str(checkpoint_id)) in wanted:
-            found[(ns, str(checkpoint_id), str(task_id), str(channel))] += 1
-    return found
 
 
 def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -> list[str]:
@@ -587,48 +571,6 @@ def open_source(
 # -- writing to our saver ---------------------------------------------------------------
 
 
-def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
-    """``(checkpoint_ns, checkpoint_id)`` of the target's checkpoints of a thread: one
-    query."""
-    c = our_checkpoints.c
-    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
-        c.thread_id == thread_id
-    )
-    if stored_full(thread_id) is not None:
-        query = query.where(c.thread_id_full == thread_id)
-
-    def op(conn: Connection) -> set[tuple[str, str]]:
-        return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
-
-    return target.run_read(op)
-
-
-def _target_keys(
-    target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
-) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
-    """Which of the checkpoints ``keys`` of a thread the target holds, and the keys of
-    their pending writes (as :meth:`_Reader.write_keys`): two queries."""
-    wanted = set(keys)
-    ids = sorted({k[1] for k in keys})
-    c = our_checkpoints.c
-    w = our_writes.c
-    checkpoints = select(c.checkpoint_ns, c.checkpoint_id).where(
-        c.thread_id == thread_id, c.checkpoint_id.in_(ids)
-    )
-    writes = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
-        w.thread_id == thread_id, w.checkpoint_id.in_(ids)
-    )
-
-    ns_by_key = _ns_by_key(keys)
-
-    def op(conn: Connection) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
-        rows = conn.execute(checkpoints)
-        present = {(ns_by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
-        return present, _counted(conn.execute(writes), wanted, ns_by_key)
-
-    return target.run_read(op)
-
-
 def _verify(
     reader: _Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
 ) -> Mismatch | None:
@@ -638,7 +580,7 @@ def _verify(
     missing_checkpoints = missing_writes = 0
     first = ""
     for batch in _batches(keys):
-        present, target_writes = _target_keys(target, thread_id, batch)
+        present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
         source_writes = reader.write_keys(thread_id, batch)
         lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
         for key in batch:
@@ -750,7 +692,7 @@ def copy_threads(
             report.refused.append(Refused(thread_id, reason))
             continue
         report.threads += 1
-        existing = _existing(target, thread_id)
+        existing = target.run_read(_maintenance.checkpoint_keys, thread_id)
         for ns, checkpoint_id in keys:
             if (ns, checkpoint_id) in existing:
                 report.checkpoints_skipped += 1
@@ -955,7 +897,7 @@ def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
             saver.serde, line, number
         )
         if thread_id not in existing:
-            existing[thread_id] = _existing(saver, thread_id)
+            existing[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
             report.threads += 1
         if (ns, checkpoint_id) in existing[thread_id]:
             report.checkpoints_skipped += 1
