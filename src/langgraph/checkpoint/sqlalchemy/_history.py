@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    Table,
     Text,
     and_,
     case,
@@ -41,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import cast as sql_cast
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ColumnElement
 
 from . import _inline
 from ._ops import Statements
@@ -54,10 +56,10 @@ MAX_CHAIN = 100_000
 #: SQLite caps expression depth at 1,000, PostgreSQL target lists at 1,664 columns.
 CHANNELS_PER_WALK = 200
 
-#: Most parameters bound in one stage-2 statement, over all its branches, and most ids
-#: in one IN list (well under SQLite's 32,766 and PostgreSQL's parser stack limits).
+#: Most parameters bound in one stage-2 statement, over all its branches (well under
+#: SQLite's 32,766 and PostgreSQL's parser stack limits). Ids in one IN list: the
+#: dialect's :attr:`.QueryBuilder.row_chunk`.
 _PARAMS_PER_STATEMENT = 2000
-_IN_LIST = 500
 
 
 @dataclass
@@ -82,6 +84,36 @@ class ChannelHistory:
 
     writes: list[tuple[int, str, str, int, str, bytes | None]] = field(default_factory=list)
     seed: tuple[str, bytes | None] | None = None
+
+
+def history(
+    conn: Connection,
+    st: Statements,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+    channels: list[str],
+) -> dict[str, ChannelHistory]:
+    """The raw history of each channel of a checkpoint: :func:`chain` then :func:`fetch`,
+    :data:`CHANNELS_PER_WALK` channels a walk.
+
+    Args:
+        conn: Connection in a read transaction (one snapshot for both stages).
+        st: The saver's statements.
+        thread_id: Thread of the target.
+        checkpoint_ns: Namespace of the target.
+        checkpoint_id: The target; None for the latest of the namespace.
+        channels: Channel names, without repeats.
+
+    Returns:
+        ``{channel: ChannelHistory}`` for every channel, undecoded.
+    """
+    result: dict[str, ChannelHistory] = {}
+    step = CHANNELS_PER_WALK
+    for group in (channels[i : i + step] for i in range(0, len(channels), step)):
+        walked = chain(conn, st, thread_id, checkpoint_ns, checkpoint_id, group)
+        result.update(fetch(conn, st, thread_id, checkpoint_ns, walked, group))
+    return result
 
 
 def chain(
@@ -185,6 +217,7 @@ def chain(
 
 def fetch(
     conn: Connection,
+    st: Statements,
     thread_id: str,
     checkpoint_ns: str,
     walked: Sequence[ChainRow],
@@ -194,6 +227,7 @@ def fetch(
 
     Args:
         conn: Connection.
+        st: The saver's statements (for its query builder's ``row_chunk``).
         thread_id: Thread.
         checkpoint_ns: Namespace.
         walked: The chain from :func:`chain`.
@@ -215,7 +249,7 @@ def fetch(
         branches.append((ch, ids, seed))
     result = {ch: ChannelHistory() for ch in channels}
     inline_seeds: dict[str, tuple[str, bytes | None]] = {}
-    for stmt in _statements(thread_id, checkpoint_ns, branches):
+    for stmt in _statements(thread_id, checkpoint_ns, branches, st.qb.row_chunk):
         for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
             history = result[ch]
             if kind == "s":
@@ -238,6 +272,7 @@ def _statements(
     thread_id: str,
     checkpoint_ns: str,
     branches: Sequence[tuple[str, list[str], tuple[str, str] | None]],
+    in_list: int,
 ) -> list[Executable]:
     """UNION ALL statements of write and seed branches, each within the parameter cap.
 
@@ -247,8 +282,8 @@ def _statements(
     """
     parts: list[tuple[Select[Any], int]] = []
     for ch, ids, seed in branches:
-        for start in range(0, len(ids), _IN_LIST):
-            chunk = ids[start : start + _IN_LIST]
+        for start in range(0, len(ids), in_list):
+            chunk = ids[start : start + in_list]
             write_rows = select(
                 literal_column("'w'", String).label("kind"),
                 writes.c.channel,
@@ -259,42 +294,28 @@ def _statements(
                 writes.c.type,
                 writes.c.blob,
             ).where(
-                writes.c.thread_id == thread_id,
-                writes.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(writes, thread_id, checkpoint_ns),
                 writes.c.channel == ch,
                 writes.c.checkpoint_id.in_(chunk),
             )
             parts.append((write_rows, len(chunk) + 3))
         if seed is not None:
             seed_id, seed_version = seed
-            seed_row = select(
-                literal_column("'s'", String),
-                sql_cast(blobs.c.channel, Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Integer),
-                blobs.c.type,
-                blobs.c.blob,
+            seed_row = _seed_branch(
+                "s", sql_cast(blobs.c.channel, Text), blobs.c.type, blobs.c.blob
             ).where(
-                blobs.c.thread_id == thread_id,
-                blobs.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(blobs, thread_id, checkpoint_ns),
                 blobs.c.channel == ch,
                 blobs.c.version == seed_version,
             )
             # The value is in the seed checkpoint's row or in the blobs table.
-            inline_row = select(
-                literal_column("'i'", String),
+            inline_row = _seed_branch(
+                "i",
                 sql_cast(literal(ch, Text), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Text),
-                sql_cast(null(), KeyText(ID_MAX_LENGTH)),
-                sql_cast(null(), Integer),
                 sql_cast(null(), String),
                 checkpoints.c.inline_values,
             ).where(
-                checkpoints.c.thread_id == thread_id,
-                checkpoints.c.checkpoint_ns == checkpoint_ns,
+                *_in_namespace(checkpoints, thread_id, checkpoint_ns),
                 checkpoints.c.checkpoint_id == seed_id,
                 checkpoints.c.inline_values.is_not(None),
             )
@@ -312,3 +333,22 @@ def _statements(
     if batch:
         statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
     return statements
+
+
+def _in_namespace(table: Table, thread_id: str, checkpoint_ns: str) -> list[ColumnElement[bool]]:
+    return [table.c.thread_id == thread_id, table.c.checkpoint_ns == checkpoint_ns]
+
+
+def _seed_branch(kind: str, channel: Any, type_: Any, value: Any) -> Select[Any]:
+    """A seed branch's columns: its kind, the channel, NULL write columns (typed as the
+    write branch's: PostgreSQL needs typed UNION columns), the type and the value."""
+    return select(
+        literal_column(f"'{kind}'", String),
+        channel,
+        sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+        sql_cast(null(), Text),
+        sql_cast(null(), KeyText(ID_MAX_LENGTH)),
+        sql_cast(null(), Integer),
+        type_,
+        value,
+    )

@@ -1,4 +1,12 @@
-"""One async engine per event loop: an async connection is used only on its own loop.
+"""The two doors of the saver: how its operations reach the database, sync and async.
+
+:class:`Access` names how an operation reaches the database; :class:`Doors` holds an
+engine's four handles (one per access, each with its execution options) and opens a
+connection for an access. The sync engine has one set; async engines have one set per
+event loop (:class:`PerLoopEngines`), because an async connection is used only on its own
+loop. :class:`Runner` runs an operation, a sync function on a ``Connection``, through
+either door (checking the schema once and retrying once on a dropped connection), and
+runs a method's plan (:data:`Plan`) of operations.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -15,36 +23,120 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import enum
+import sqlite3
 import threading
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from . import migrate
+from ._engines import configure_engine, resolve_urls
+from .dialects import QueryBuilder
+from .errors import CheckpointConnectionError, SchemaOutOfDateError, UnsupportedDriverError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
 _DIALECT_WAIT = 30.0
+#: Tries of an operation when the server drops the connection under it (see
+#: :meth:`Runner.raise_unless_retry`).
+_ATTEMPTS = 2
 
 
-class LoopEngines:
-    """The async engine of one event loop, and its variants with the saver's execution
-    options (read, one-statement read, write, one-statement write)."""
+def engine_pair(
+    engine: Engine | None, async_engine: AsyncEngine | None
+) -> tuple[Engine, AsyncEngine, list[Engine | AsyncEngine]]:
+    """The saver's two engines: the given ones, the missing one made from the other's URL.
 
-    __slots__ = ("engine", "read", "read_one", "write", "write_one")
+    Returns:
+        ``(engine, async_engine, made)``: both configured for the saver
+        (:func:`.dialects.configure_engine`), and the ones made here.
 
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        options: dict[str, Any],
-        read_one: dict[str, Any],
-        write_one: dict[str, Any],
-        write: dict[str, Any],
-    ) -> None:
-        self.engine = engine
-        self.read = engine.execution_options(**options)
-        self.read_one = engine.execution_options(**options, **read_one)
-        self.write = engine.execution_options(**options, **write)
-        self.write_one = engine.execution_options(**options, **write_one)
+    Raises:
+        ValueError: Neither engine was given.
+        UnsupportedDriverError: ``engine`` is an async driver's engine.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+    if engine is None and async_engine is None:
+        raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
+    made: list[Engine | AsyncEngine] = []
+    if engine is not None and engine.dialect.is_async:
+        raise UnsupportedDriverError(
+            f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
+            "pass create_async_engine(url) as async_engine= instead."
+        )
+    if engine is None:
+        assert async_engine is not None
+        engine = create_engine(resolve_urls(async_engine.url).sync)
+        made.append(engine)
+    if async_engine is None:
+        twin = resolve_urls(engine.url)
+        twin.require_async()
+        async_engine = create_async_engine(twin.async_)
+        made.append(async_engine)
+    configure_engine(engine)
+    configure_engine(async_engine.sync_engine)
+    return engine, async_engine, made
+
+
+class Access(enum.Enum):
+    """How an operation reaches the database."""
+
+    READ = "read"
+    """A read transaction (several statements, one snapshot where the database gives
+    one)."""
+    READ_ONE = "read-one"
+    """One statement, no transaction around it."""
+    WRITE = "write"
+    """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+    WRITE_ONE = "write-one"
+    """One statement, atomic on its own, no transaction around it."""
+
+
+R = TypeVar("R")
+
+Call = tuple[Access, Any, tuple[Any, ...]]
+"""One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
+connection opened for ``access``."""
+
+Plan = Generator[Call, Any, R]
+"""The steps of a saver method: yields each operation to run, is sent its result, and
+returns the method's result. Run by :meth:`Runner.drive` (sync) or :meth:`Runner.adrive`
+(async), so that a method and its async twin share every step."""
+
+AccessOptions = Mapping[Access, Mapping[str, Any]]
+"""Execution options of each :class:`Access` (schema map, dialect options)."""
+
+_WRITES = (Access.WRITE, Access.WRITE_ONE)
+
+E = TypeVar("E", Engine, AsyncEngine)
+
+
+class Doors(Generic[E]):
+    """An engine (sync or async) and its four handles, one per :class:`Access`.
+
+    Args:
+        engine: The engine.
+        options: Execution options of each access.
+    """
+
+    __slots__ = ("_open", "engine")
+
+    def __init__(self, engine: E, options: AccessOptions) -> None:
+        self.engine: E = engine
+        self._open: dict[Access, Callable[[], Any]] = {}
+        for access, opts in options.items():
+            handle: Any = engine.execution_options(**opts)
+            self._open[access] = handle.begin if access in _WRITES else handle.connect
+
+    def connect(self, access: Access) -> Any:
+        """A connection context for ``access``: ``begin()`` for a write (a transaction,
+        committed at the end), ``connect()`` for a read (sync ``with`` or ``async
+        with`` as the engine is)."""
+        return self._open[access]()
 
 
 def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
@@ -64,20 +156,13 @@ class PerLoopEngines:
 
     Args:
         primary: The saver's ``async_engine``.
-        options, read_one, write_one, write: Execution options of :class:`LoopEngines`.
+        options: Execution options of each access (see :class:`Doors`).
     """
 
-    def __init__(
-        self,
-        primary: AsyncEngine,
-        options: dict[str, Any],
-        read_one: dict[str, Any],
-        write_one: dict[str, Any],
-        write: dict[str, Any],
-    ) -> None:
+    def __init__(self, primary: AsyncEngine, options: AccessOptions) -> None:
         self.primary = primary
-        self._options = (options, read_one, write_one, write)
-        self._by_loop: dict[asyncio.AbstractEventLoop, LoopEngines] = {}
+        self._options = options
+        self._by_loop: dict[asyncio.AbstractEventLoop, Doors[AsyncEngine]] = {}
         self._lock = threading.Lock()
         # A copy shares the primary's dialect, which SQLAlchemy initialises on the
         # primary's first connection (once, for all copies): copies wait for it.
@@ -87,7 +172,7 @@ class PerLoopEngines:
         else:
             event.listen(primary.sync_engine, "connect", self._on_primary_connect)
 
-    def current(self) -> LoopEngines:
+    def current(self) -> Doors[AsyncEngine]:
         """The engines of the running event loop (made on its first use)."""
         loop = asyncio.get_running_loop()
         found = self._by_loop.get(loop)
@@ -97,7 +182,7 @@ class PerLoopEngines:
         # Runs after SQLAlchemy's own first-connect listener has initialised the dialect.
         self._dialect_ready.set()
 
-    def _add(self, loop: asyncio.AbstractEventLoop) -> LoopEngines:
+    def _add(self, loop: asyncio.AbstractEventLoop) -> Doors[AsyncEngine]:
         with self._lock:
             for old in [known for known in self._by_loop if known.is_closed()]:
                 # Its loop is gone: nothing can be awaited on its connections any more.
@@ -105,14 +190,14 @@ class PerLoopEngines:
             if loop in self._by_loop:
                 return self._by_loop[loop]
             if all(e.engine is not self.primary for e in self._by_loop.values()):
-                found = self._by_loop[loop] = LoopEngines(self.primary, *self._options)
+                found = self._by_loop[loop] = Doors(self.primary, self._options)
                 return found
         # The primary serves another loop, on another thread: wait (this thread only)
         # until its first connection has initialised the shared dialect, then copy it.
         self._dialect_ready.wait(_DIALECT_WAIT)
         engine = _copy_engine(self.primary)
         with self._lock:
-            return self._by_loop.setdefault(loop, LoopEngines(engine, *self._options))
+            return self._by_loop.setdefault(loop, Doors(engine, self._options))
 
     def _take_all(self) -> list[tuple[asyncio.AbstractEventLoop, AsyncEngine]]:
         with self._lock:
@@ -144,3 +229,162 @@ class PerLoopEngines:
                 asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
         if dispose_primary:
             await self.primary.dispose()  # no-op unless connections were made since
+
+
+class Runner:
+    """Runs the saver's operations through its two doors.
+
+    Args:
+        engine: The sync engine.
+        async_engine: The async engine (copied for other event loops).
+        options: Execution options of each access.
+        qb: The dialect's query builder (errors, ``async_in_thread``).
+        schema: The PostgreSQL schema of the tables, for the schema check.
+        owned: The engines the saver made, disposed by :meth:`close`.
+
+    Attributes:
+        keeper: The connection that keeps a shared in-memory SQLite database alive
+            (``from_conn_string(":memory:")``), closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        async_engine: AsyncEngine,
+        options: AccessOptions,
+        qb: QueryBuilder,
+        schema: str | None,
+        *,
+        owned: list[Engine | AsyncEngine],
+    ) -> None:
+        self.owned = owned
+        self.keeper: sqlite3.Connection | None = None
+        self.sync = Doors(engine, options)
+        # One async engine per event loop: any loop, any thread.
+        self.per_loop = PerLoopEngines(async_engine, options)
+        self.qb = qb
+        self.schema = schema
+        self.schema_checked = False
+
+    def close(self) -> None:
+        """Dispose the engines the saver made; async pools are dropped without awaiting."""
+        self._dispose_sync()
+        self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    async def aclose(self) -> None:
+        """Dispose the engines the saver made, closing async connections properly."""
+        self._dispose_sync()
+        await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    def _dispose_sync(self) -> None:
+        for engine in self.owned:
+            if not isinstance(engine, AsyncEngine):
+                engine.dispose()
+
+    def _owns(self, engine: Engine | AsyncEngine) -> bool:
+        return any(e is engine for e in self.owned)
+
+    def _release_keeper(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper = None
+
+    def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried once on
+        a dropped connection (see :meth:`raise_unless_retry`)."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self.sync.connect(access) as conn:
+                    if not self.schema_checked:
+                        self.check_schema(conn)
+                    return op(conn, *args)
+            except DBAPIError as e:
+                self.raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """:meth:`run` for the async methods: the same function through
+        ``AsyncConnection.run_sync`` on the running loop's engine, or, where the dialect
+        says so, :meth:`run` itself in a worker thread."""
+        if self.qb.async_in_thread:
+            # The same sync function on the sync engine, in one worker thread (see
+            # QueryBuilder.async_in_thread): the event loop is never blocked.
+            return await asyncio.to_thread(self.run, access, op, args)
+        conn: AsyncConnection
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self.per_loop.current().connect(access) as conn:
+                    if not self.schema_checked:
+                        await conn.run_sync(self.check_schema)
+                    return await conn.run_sync(op, *args)
+            except DBAPIError as e:
+                self.raise_unless_retry(e, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def drive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the sync door."""
+        steps = _Steps(plan)
+        for access, op, args in steps:
+            steps.result = self.run(access, op, args)
+        return steps.value
+
+    async def adrive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the async door."""
+        steps = _Steps(plan)
+        for access, op, args in steps:
+            steps.result = await self.arun(access, op, args)
+        return steps.value
+
+    def raise_unless_retry(self, error: DBAPIError, attempt: int) -> None:
+        """Return (to retry) when the server dropped the connection and this was the first
+        attempt: SQLAlchemy has invalidated the pool's connections of before the drop, and
+        every operation of the saver is idempotent (upserts, first-write-wins inserts,
+        deletes), so running it again on a fresh connection stores nothing twice.
+        Otherwise raise the typed error for ``error``."""
+        if error.connection_invalidated:
+            if attempt + 1 < _ATTEMPTS:
+                return
+            raise CheckpointConnectionError(
+                "lost the database connection, and again on a fresh one: "
+                f"{type(error.orig).__name__}: {error.orig}. Nothing of this call was "
+                "stored half-way (its transaction was rolled back); retry later."
+            ) from error
+        raise self.qb.translate_error(error) or error from error
+
+    def check_schema(self, conn: Connection) -> None:
+        """Once per saver: the database must be at the migration head this library ships,
+        so that a missing ``setup()`` is a clear error rather than raw SQL failing."""
+        current = migrate.current_revision(conn, schema=self.schema)
+        head = migrate.head_revision()
+        if current != head:
+            where = conn.engine.url.render_as_string(hide_password=True)
+            if current is None or current in migrate.known_revisions():
+                raise SchemaOutOfDateError(
+                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
+                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
+                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
+                    "--url URL)."
+                )
+            raise migrate.newer_schema_error(conn, current)
+        self.schema_checked = True
+
+
+class _Steps(Generic[R]):
+    """The operations of a plan, for a driver's loop: iterating yields each operation,
+    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
+
+    __slots__ = ("_plan", "result", "value")
+
+    def __init__(self, plan: Plan[R]) -> None:
+        self._plan = plan
+        self.result: Any = None
+        self.value: R
+
+    def __iter__(self) -> Iterator[Call]:
+        try:
+            while True:
+                yield self._plan.send(self.result)
+        except StopIteration as done:
+            self.value = done.value

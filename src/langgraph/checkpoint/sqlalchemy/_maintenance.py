@@ -1,4 +1,4 @@
-"""Operator operations: prune, copy_thread, delete_for_runs, and blob clean-up.
+"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, thread locks.
 
 Sync functions on a ``Connection`` inside the caller's transaction, like :mod:`._ops`;
 the saver runs them directly (sync) or through ``run_sync`` (async).
@@ -6,14 +6,19 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Engine,
     and_,
     delete,
     distinct,
@@ -23,17 +28,19 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
 
 from . import _history
+from ._loops import PerLoopEngines
 from ._ops import Statements, _chunks
-from .errors import ThreadNotEmptyError
-from .schema import blobs, checkpoints, full_name, stored_full, writes
+from .dialects import QueryBuilder
+from .errors import ThreadLockTimeout, ThreadNotEmptyError
+from .schema import blobs, checkpoints, full_name, name_key, stored_full, writes
 
 PendingChannels = Callable[[Any], Sequence[str]]
 """Given a checkpoint row, the channels it versions but holds no value for (DeltaChannel
 channels that must be rebuilt from history). Decodes the checkpoint: pure CPU."""
-
-_CHUNK = 500
 
 
 def prune_keep_latest(
@@ -85,7 +92,10 @@ def prune_keep_latest(
                     table.c.thread_id == thread_id,
                     table.c.checkpoint_ns == checkpoint_ns,
                     table.c.checkpoint_id < latest_id,
-                    *(table.c.checkpoint_id.not_in(chunk) for chunk in _chunks(ids, _CHUNK)),
+                    *(
+                        table.c.checkpoint_id.not_in(chunk)
+                        for chunk in _chunks(ids, st.qb.row_chunk)
+                    ),
                 )
             )
     _delete_orphans(conn, st, thread_id, stored_blobs)
@@ -133,11 +143,25 @@ def copy_thread(conn: Connection, source: str, target: str) -> None:
     """Copy every checkpoint, blob and write of ``source`` to ``target`` in the database.
 
     ``INSERT ... SELECT`` per table: ids, parents, metadata, ``task_path`` and every
-    namespace are kept; no value passes through Python.
+    namespace are kept; no value passes through Python. Run in a savepoint: when another
+    writer creates the target meanwhile, nothing is copied.
 
     Raises:
-        ThreadNotEmptyError: ``target`` already has checkpoints (or is ``source``).
+        ThreadNotEmptyError: ``target`` already has checkpoints (or is ``source``), or
+            another writer gave it rows during the copy.
     """
+    try:
+        with conn.begin_nested():
+            _copy_rows(conn, source, target)
+    except IntegrityError as e:
+        # Another writer created the target meanwhile: the same refusal, nothing copied.
+        raise ThreadNotEmptyError(
+            f"copy_thread: thread {target!r} already has rows; delete it first or copy to "
+            "a new thread id."
+        ) from e
+
+
+def _copy_rows(conn: Connection, source: str, target: str) -> None:
     taken = conn.execute(
         select(checkpoints.c.checkpoint_id).where(checkpoints.c.thread_id == target).limit(1)
     ).first()
@@ -172,7 +196,7 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
         run_ids: Values of the ``run_id`` column (:func:`.schema.run_key`).
     """
     c = checkpoints
-    for chunk in _chunks(list(run_ids), _CHUNK):
+    for chunk in _chunks(list(run_ids), st.qb.row_chunk):
         threads = [
             t
             for (t,) in conn.execute(select(c.c.thread_id).where(c.c.run_id.in_(chunk)).distinct())
@@ -246,12 +270,13 @@ class ThreadInfo:
 
 
 def list_threads(
-    conn: Connection, limit: int | None, offset: int, idle_before: str | None
+    conn: Connection, st: Statements, limit: int | None, offset: int, idle_before: str | None
 ) -> list[ThreadInfo]:
     """Threads, newest activity first (``max(checkpoint_id)``), from aggregates only.
 
     Args:
         conn: Connection.
+        st: The saver's statements (for its query builder's ``row_chunk``).
         limit: Page size (None: all).
         offset: Threads skipped (paging).
         idle_before: Only threads whose newest checkpoint id sorts below this id
@@ -282,7 +307,7 @@ def list_threads(
     extra: dict[str, int] = {}
     ids = [r[0] for r in rows]
     for table in (blobs, writes):
-        for chunk in _chunks(ids, _CHUNK):
+        for chunk in _chunks(ids, st.qb.row_chunk):
             for thread_id, size in conn.execute(
                 select(table.c.thread_id, func.sum(func.length(table.c.blob)))
                 .where(table.c.thread_id.in_(chunk))
@@ -322,3 +347,151 @@ def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str
         n, total = conn.execute(stmt).one()
         out[table.name] = {"rows": int(n), "bytes": int(total)}
     return out
+
+
+# -- per-thread lock across processes ------------------------------------------------------
+
+#: Seconds between two tries of a thread lock held elsewhere.
+_LOCK_POLL = 0.05
+
+
+@contextmanager
+def thread_lock(engine: Engine, qb: QueryBuilder, key: str, timeout: float) -> Iterator[None]:
+    """Hold the dialect's cross-process lock on a thread for the block (the saver's
+    ``lock_thread``): try it every :data:`_LOCK_POLL` seconds until ``timeout``.
+
+    Raises:
+        ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = engine.connect() if qb.thread_lock_uses_connection else None
+        try:
+            handle = qb.try_thread_lock(conn, engine.url, key)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        if handle is not None:
+            break
+        if conn is not None:
+            conn.close()
+        if time.monotonic() >= deadline:
+            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+        time.sleep(_LOCK_POLL)
+    try:
+        yield
+    finally:
+        try:
+            qb.release_thread_lock(conn, handle)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+@asynccontextmanager
+async def athread_lock(
+    engines: PerLoopEngines, url: URL, qb: QueryBuilder, key: str, timeout: float
+) -> AsyncIterator[None]:
+    """:func:`thread_lock` for the saver's ``alock_thread``: waits without blocking the
+    event loop, holding a connection of the running loop's engine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if qb.thread_lock_uses_connection:
+            aconn = await engines.current().engine.connect()
+            try:
+                handle = await aconn.run_sync(qb.try_thread_lock, url, key)
+            except BaseException:
+                await aconn.close()
+                raise
+            if handle is not None:
+                break
+            await aconn.close()
+        else:
+            handle = await asyncio.to_thread(qb.try_thread_lock, None, url, key)
+            if handle is not None:
+                aconn = None
+                break
+        if time.monotonic() >= deadline:
+            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
+        await asyncio.sleep(_LOCK_POLL)
+    try:
+        yield
+    finally:
+        try:
+            if aconn is not None:
+                await aconn.run_sync(qb.release_thread_lock, handle)
+            else:
+                qb.release_thread_lock(None, handle)
+        finally:
+            if aconn is not None:
+                await aconn.close()
+
+
+def _lock_timeout_message(thread_id: str, timeout: float) -> str:
+    return (
+        f"thread {thread_id!r} stayed locked by another run for {timeout} s; wait for it to "
+        "finish or raise lock_thread(timeout=...)"
+    )
+
+
+# -- transfer: what our tables hold of a copied thread ------------------------------------
+
+WriteKeys = Counter[tuple[str, str, str, str]]
+"""``(checkpoint_ns, checkpoint_id, task_id, channel)`` of pending writes, counted."""
+
+
+def checkpoint_keys(conn: Connection, thread_id: str) -> set[tuple[str, str]]:
+    """``(checkpoint_ns, checkpoint_id)`` of a thread's checkpoints, one query: what a copy
+    or import into our tables skips (transfer)."""
+    c = checkpoints.c
+    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
+        c.thread_id == thread_id
+    )
+    if stored_full(thread_id) is not None:
+        query = query.where(c.thread_id_full == thread_id)
+    return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
+
+
+def held_keys(
+    conn: Connection, thread_id: str, keys: Sequence[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], WriteKeys]:
+    """Which of the checkpoints ``keys`` (``(checkpoint_ns, checkpoint_id)``) of a thread
+    our tables hold, and the keys of their pending writes (:func:`counted`): two queries,
+    by which transfer verifies a copy."""
+    wanted = set(keys)
+    ids = sorted({k[1] for k in keys})
+    c = checkpoints.c
+    w = writes.c
+    found = select(c.checkpoint_ns, c.checkpoint_id).where(
+        c.thread_id == thread_id, c.checkpoint_id.in_(ids)
+    )
+    written = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
+        w.thread_id == thread_id, w.checkpoint_id.in_(ids)
+    )
+    by_key = ns_by_key(keys)
+    rows = conn.execute(found)
+    present = {(by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
+    return present, counted(conn.execute(written), wanted, by_key)
+
+
+def ns_by_key(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The namespaces of ``keys`` by what the key column of our tables holds for them
+    (a long namespace's digest key, :func:`.schema.name_key`)."""
+    return {name_key(ns): ns for ns, _ in keys}
+
+
+def counted(
+    rows: Iterable[Any],
+    wanted: set[tuple[str, str]],
+    by_key: dict[str, str] | None = None,
+) -> WriteKeys:
+    """Pending-write keys ``(ns, checkpoint_id, task_id, channel)`` of ``rows`` whose
+    checkpoint is ``wanted``, with their multiplicity; ``by_key`` (:func:`ns_by_key`)
+    maps our tables' key column back to the namespace."""
+    found: WriteKeys = Counter()
+    for ns_key, checkpoint_id, task_id, channel in rows:
+        ns = by_key.get(str(ns_key), str(ns_key)) if by_key else str(ns_key)
+        if (ns, str(checkpoint_id)) in wanted:
+            found[(ns, str(checkpoint_id), str(task_id), str(channel))] += 1
+    return found

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Select, bindparam, delete, select
 from sqlalchemy.sql.elements import ColumnElement
@@ -100,11 +100,6 @@ class Statements:
             .order_by(checkpoints.c.checkpoint_id.desc())
             .limit(1)
         )
-        self.writes_of = select(*_WRITE_COLUMNS).where(
-            writes.c.thread_id == bindparam("thread_id"),
-            writes.c.checkpoint_ns == bindparam("checkpoint_ns"),
-            writes.c.checkpoint_id == bindparam("checkpoint_id"),
-        )
         self._blob_columns = (
             blobs.c.thread_id,
             blobs.c.checkpoint_ns,
@@ -170,11 +165,15 @@ class CheckpointRecord:
     """A checkpoint row with its decoded checkpoint, its channel values and its writes.
 
     Attributes:
-        row: ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,
-            checkpoint, metadata, value_versions, inline_values, thread_id_full,
-            checkpoint_ns_full)``; ``thread_id`` and ``checkpoint_ns`` are keys
-            (:func:`.schema.name_key`), :attr:`thread_id` and :attr:`checkpoint_ns` the
-            names.
+        row: The 11 columns ``(thread_id, checkpoint_ns, checkpoint_id,
+            parent_checkpoint_id, type, checkpoint, metadata, value_versions,
+            inline_values, thread_id_full, checkpoint_ns_full)`` of the checkpoints
+            table (all but ``run_id``, ``source`` and ``step``, which only filter), read
+            by name; from :func:`get_checkpoint` also the columns of one joined write
+            (``task_id``, ``task_path``, ``idx``, ``channel``, ``write_type``,
+            ``write_blob``), read into :attr:`writes`. ``thread_id`` and
+            ``checkpoint_ns`` are keys (:func:`.schema.name_key`), :attr:`thread_id` and
+            :attr:`checkpoint_ns` the names.
         values: ``{channel: (type, blob)}`` of the channels that store a value (those in
             the row's ``inline_values`` first, then those found in the blobs table).
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
@@ -209,28 +208,38 @@ class CheckpointRecord:
             return cls(row, damaged=str(e))
 
 
-def put(
-    conn: Connection,
-    st: Statements,
-    checkpoint_row: dict[str, Any],
-    blob_rows: Sequence[dict[str, Any]],
-) -> None:
-    """Store one checkpoint row and the channel values it introduces, in one transaction.
+class CheckpointRows(NamedTuple):
+    """What storing one checkpoint writes, encoded already (:mod:`._codec`).
 
-    Blobs are first-write-wins (a version names one value); the checkpoint row is an
-    upsert, so storing a checkpoint id twice keeps the last one (LangGraph contract).
+    Attributes:
+        checkpoint: The checkpoints-table row.
+        blobs: Rows of the blobs table: the channel values it introduces.
+        writes: Rows of the writes table stored with it (transfer's copy and import);
+            empty for ``put``.
     """
-    for batch in _by_size(conn, st, blob_rows):
+
+    checkpoint: dict[str, Any]
+    blobs: Sequence[dict[str, Any]]
+    writes: Sequence[dict[str, Any]] = ()
+
+
+def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
+    """Store one checkpoint row, the channel values it introduces and its pending writes
+    (if any, first), in one transaction.
+
+    Blobs and writes are first-write-wins (a version names one value; a write is
+    recorded once); the checkpoint row is an upsert, so storing a checkpoint id twice
+    keeps the last one (LangGraph contract). Storing the writes first means a checkpoint
+    present in the database always has them.
+    """
+    if rows.writes:
+        put_writes(conn, st, rows.writes, False)
+    for batch in _by_size(conn, st, rows.blobs):
         conn.execute(st.put_blobs, batch)
-    conn.execute(st.put_checkpoint, checkpoint_row)
+    conn.execute(st.put_checkpoint, rows.checkpoint)
 
 
-def put_checked(
-    conn: Connection,
-    st: Statements,
-    checkpoint_row: dict[str, Any],
-    blob_rows: Sequence[dict[str, Any]],
-) -> None:
+def put_checked(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     """:func:`put`, refusing a checkpoint whose parent is no longer the newest checkpoint
     of its ``(thread_id, checkpoint_ns)`` (``detect_conflicts``).
 
@@ -241,13 +250,14 @@ def put_checked(
     Raises:
         CheckpointConflictError: Another checkpoint was stored since the parent.
     """
-    thread_id, ns = checkpoint_row["thread_id"], checkpoint_row["checkpoint_ns"]
+    row = rows.checkpoint
+    thread_id, ns = row["thread_id"], row["checkpoint_ns"]
     with st.qb.write_lock(conn, thread_id, ns):
         newest = conn.execute(st.newest_id, {"thread_id": thread_id, "checkpoint_ns": ns}).scalar()
-        parent = checkpoint_row["parent_checkpoint_id"]
-        if newest is not None and newest not in (parent, checkpoint_row["checkpoint_id"]):
+        parent = row["parent_checkpoint_id"]
+        if newest is not None and newest not in (parent, row["checkpoint_id"]):
             raise CheckpointConflictError(thread_id, ns, parent, newest)
-        put(conn, st, checkpoint_row, blob_rows)
+        put(conn, st, rows)
 
 
 def put_writes(

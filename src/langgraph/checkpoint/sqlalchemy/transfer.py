@@ -4,7 +4,8 @@
   official ``SqliteSaver`` file (langgraph-checkpoint-sqlite: tables ``checkpoints``,
   ``writes``) or an official ``PostgresSaver`` database (langgraph-checkpoint-postgres:
   ``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``), told apart by the tables
-  present.
+  present. An official store opens as a :class:`Source`: the official saver, with the
+  tables and engine transfer reads beside it (our saver reads its own tables).
 * :func:`copy_threads` copies every checkpoint of every namespace of some threads, with
   their ids, parents, metadata and pending writes, into a :class:`SQLAlchemySaver`. It is
   resumable: a checkpoint the target already has is skipped, so an interrupted copy is
@@ -13,7 +14,8 @@
   file, portable between our databases.
 
 Each checkpoint is stored in the target with its pending writes in one transaction
-(writes first), so a checkpoint present in the target always has its writes.
+(writes first, :meth:`.SQLAlchemySaver.put_with_writes`), so a checkpoint present in the
+target always has its writes.
 """
 
 from __future__ import annotations
@@ -22,17 +24,16 @@ import base64
 import binascii
 import json
 import os
-import weakref
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Literal, TypeVar, cast
 from urllib.parse import quote
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -54,10 +55,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from . import _ops
+from . import _maintenance
+from ._codec import PendingWrite, checkpoint_config, namespace, thread
 from ._engines import resolve_urls
 from .errors import CheckpointConfigError
-from .saver import _READ, _WRITE, SQLAlchemySaver, _config, _namespace, _thread
+from .saver import SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
 from .schema import full_name, name_key, stored_full
 from .schema import writes as our_writes
@@ -181,33 +183,78 @@ class ImportReport:
 # -- reading a source ----------------------------------------------------------------------
 
 
-@dataclass
-class _Write:
-    task_id: str
-    task_path: str
-    channel: str
-    idx: int | None
-    value: Any
+T = TypeVar("T")
 
 
 @dataclass
 class _Tables:
     """Raw access to a source's tables, for what the saver API does not give: the thread
-    list, the checkpoint keys without their values, and ``task_path``/``idx`` of writes."""
+    list, the checkpoint keys without their values, and ``task_path``/``idx`` of writes.
 
-    connect: Callable[[], AbstractContextManager[Connection]]
+    Attributes:
+        run: Runs ``op(conn)`` on a connection to the source and returns its result.
+        checkpoints: The checkpoints table.
+        writes: The pending-writes table.
+        value_column: The writes table's column of serialised values.
+    """
+
+    run: Callable[[Callable[[Connection], Any]], Any]
     checkpoints: Table
     writes: Table
     value_column: str
 
 
-_TABLES: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], _Tables] = weakref.WeakKeyDictionary()
+class Source(BaseCheckpointSaver[Any]):
+    """An official saver's database opened by :func:`open_source`: reads like the saver
+    it wraps (``get_tuple``, ``list``, ``serde``; the official sync savers have no async
+    methods) and owns the tables, engine and kind transfer reads beside it.
+
+    Args:
+        saver: The official saver (``SqliteSaver`` or ``PostgresSaver``).
+        kind: ``"sqlite"`` or ``"postgres"``.
+        engine: A read-only engine on the same database.
+        checkpoints: Its checkpoints table, reflected.
+        writes: Its writes table, reflected.
+        value_column: The writes table's column of serialised values.
+    """
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        kind: str,
+        engine: Engine,
+        checkpoints: Table,
+        writes: Table,
+        value_column: str,
+    ) -> None:
+        super().__init__()
+        self.saver = saver
+        self.serde = saver.serde
+        self.kind = kind
+        self._engine = engine
+        self.tables = _Tables(self._read, checkpoints, writes, value_column)
+
+    def _read(self, op: Callable[[Connection], T]) -> T:
+        with self._engine.connect() as conn:
+            return op(conn)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The wrapped saver's ``get_tuple``."""
+        return self.saver.get_tuple(config)
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        """The wrapped saver's ``list`` (``filter``, ``before``, ``limit``)."""
+        return self.saver.list(config, **kwargs)
 
 
 def _tables_of(saver: BaseCheckpointSaver[Any]) -> _Tables | None:
     if isinstance(saver, SQLAlchemySaver):
-        return _Tables(saver._read.connect, our_checkpoints, our_writes, "blob")
-    return _TABLES.get(saver)
+        # Ours, through the saver's read door: missing or outdated tables are its
+        # typed error.
+        return _Tables(saver.run_read, our_checkpoints, our_writes, "blob")
+    if isinstance(saver, Source):
+        return saver.tables
+    return None
 
 
 class _Reader:
@@ -225,7 +272,8 @@ class _Reader:
             )
             return sorted(seen)
         c = self.tables.checkpoints.c
-        with self.tables.connect() as conn:
+
+        def op(conn: Connection) -> list[str]:
             if "thread_id_full" in c:  # ours: a long id's text beside its digest key
                 rows = conn.execute(
                     select(c.thread_id, func.max(c.thread_id_full)).group_by(c.thread_id)
@@ -233,6 +281,8 @@ class _Reader:
                 return sorted(full_name(key, full) for key, full in rows)
             rows = conn.execute(select(c.thread_id).distinct().order_by(c.thread_id))
             return [str(r[0]) for r in rows]
+
+        return cast(list[str], self.tables.run(op))
 
     def keys(self, thread_id: str) -> list[tuple[str, str]]:
         """``(checkpoint_ns, checkpoint_id)`` of a thread, oldest checkpoint first."""
@@ -253,8 +303,9 @@ class _Reader:
             )
             if ours and stored_full(thread_id) is not None:
                 query = query.where(c.thread_id_full == thread_id)
-            with self.tables.connect() as conn:
-                found = [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
+            found = self.tables.run(
+                lambda conn: [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
+            )
         return sorted(found, key=lambda k: (k[1], k[0]))
 
     def missing(self, thread_ids: Sequence[str]) -> list[str]:
@@ -274,26 +325,20 @@ class _Reader:
                 found.update(str(r[0]) for r in conn.execute(query))
             return found
 
-        if isinstance(self.saver, SQLAlchemySaver):
-            # through the saver: tables missing or at another revision are its typed error
-            found = self.saver._run(_READ, op)
-        else:
-            with self.tables.connect() as conn:
-                found = op(conn)
+        found = self.tables.run(op)
         # Our tables hold a long id's digest key (schema.name_key); the official ones the id.
         key_of = name_key if "thread_id_full" in c else str
         return [t for t in thread_ids if key_of(t) not in found]
 
-    def write_keys(
-        self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> Counter[tuple[str, str, str, str]]:
+    def write_keys(self, thread_id: str, keys: Sequence[tuple[str, str]]) -> _maintenance.WriteKeys:
         """``(checkpoint_ns, checkpoint_id, task_id, channel)`` of the pending writes of
-        the checkpoints ``keys`` of a thread, with their multiplicity."""
+        the checkpoints ``keys`` of a thread, with their multiplicity (as
+        :func:`._maintenance.held_keys` reads them from the target)."""
         wanted = set(keys)
         if self.tables is None:
-            found: Counter[tuple[str, str, str, str]] = Counter()
+            found: _maintenance.WriteKeys = Counter()
             for ns, checkpoint_id in keys:
-                tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+                tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
                     found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
             return found
@@ -301,18 +346,26 @@ class _Reader:
         query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
             w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
         )
-        ours = "checkpoint_ns_full" in self.tables.checkpoints.c
-        with self.tables.connect() as conn:
-            return _counted(conn.execute(query), wanted, _ns_by_key(keys) if ours else None)
+        ns_by_key = (
+            _maintenance.ns_by_key(keys)
+            if "checkpoint_ns_full" in self.tables.checkpoints.c
+            else None
+        )
+        return cast(
+            _maintenance.WriteKeys,
+            self.tables.run(
+                lambda conn: _maintenance.counted(conn.execute(query), wanted, ns_by_key)
+            ),
+        )
 
     def read(
         self, thread_id: str, ns: str, checkpoint_id: str
-    ) -> tuple[CheckpointTuple, list[_Write]]:
-        tup = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+    ) -> tuple[CheckpointTuple, list[PendingWrite]]:
+        tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
         if tup is None:
             raise LookupError(f"checkpoint {thread_id}/{ns!r}/{checkpoint_id} vanished")
         if self.tables is None:
-            pending = [_Write(t, "", ch, None, v) for t, ch, v in tup.pending_writes or []]
+            pending = [PendingWrite(t, "", ch, None, v) for t, ch, v in tup.pending_writes or []]
             return tup, pending
         w = self.tables.writes.c
         has_path = "task_path" in w
@@ -324,11 +377,10 @@ class _Reader:
             w.type,
             w[self.tables.value_column],
         ).where(w.thread_id == thread_id, w.checkpoint_ns == ns, w.checkpoint_id == checkpoint_id)
-        with self.tables.connect() as conn:
-            rows = conn.execute(query).all()
+        rows = self.tables.run(lambda conn: conn.execute(query).all())
         serde = self.saver.serde
         pending = [
-            _Write(
+            PendingWrite(
                 str(task_id),
                 str(path) if has_path and path is not None else "",
                 str(channel),
@@ -353,28 +405,6 @@ _BATCH = 500
 def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), _BATCH):
         yield items[start : start + _BATCH]
-
-
-def _ns_by_key(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The namespaces of ``keys`` by what the key column of our tables holds for them
-    (a long namespace's digest key, :func:`.schema.name_key`)."""
-    return {name_key(ns): ns for ns, _ in keys}
-
-
-def _counted(
-    rows: Iterable[Any],
-    wanted: set[tuple[str, str]],
-    ns_by_key: dict[str, str] | None = None,
-) -> Counter[tuple[str, str, str, str]]:
-    """Pending-write keys ``(ns, checkpoint_id, task_id, channel)`` of ``rows`` whose
-    checkpoint is ``wanted``, with their multiplicity; ``ns_by_key`` maps our tables' key
-    column back to the namespace."""
-    found: Counter[tuple[str, str, str, str]] = Counter()
-    for ns_key, checkpoint_id, task_id, channel in rows:
-        ns = ns_by_key.get(str(ns_key), str(ns_key)) if ns_by_key else str(ns_key)
-        if (ns, str(checkpoint_id)) in wanted:
-            found[(ns, str(checkpoint_id), str(task_id), str(channel))] += 1
-    return found
 
 
 def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -> list[str]:
@@ -456,8 +486,9 @@ def open_source(
     :class:`SQLAlchemySaver`; an official SqliteSaver file (``checkpoints`` and
     ``writes`` on SQLite) a ``SqliteSaver`` on a read-only connection; an official
     PostgresSaver database (``checkpoints``, ``checkpoint_blobs``,
-    ``checkpoint_writes`` on PostgreSQL) a ``PostgresSaver``. The official savers are
-    optional dependencies, imported only when needed. Nothing is written to the source.
+    ``checkpoint_writes`` on PostgreSQL) a ``PostgresSaver``; an official one comes in a
+    :class:`Source`, which owns its reflected tables. The official savers are optional
+    dependencies, imported only when needed. Nothing is written to the source.
 
     Args:
         url: Database URL or SQLite file path (as for ``SQLAlchemySaver.from_conn_string``).
@@ -466,7 +497,9 @@ def open_source(
         schema: PostgreSQL schema of our tables, when the source is ours.
 
     Yields:
-        A saver reading the source; closed when the block exits.
+        A saver reading the source, closed when the block exits: our
+        :class:`SQLAlchemySaver`, or a :class:`Source` that reads like the official
+        saver it holds (``get_tuple``, ``list``, ``serde``).
 
     Raises:
         UnknownSourceError: No checkpoint tables (or no such SQLite file), or several
@@ -499,7 +532,6 @@ def open_source(
                 from langgraph.checkpoint.sqlite import SqliteSaver
             except ImportError as e:
                 raise _missing_extra("langgraph-checkpoint-sqlite", e) from e
-            import sqlite3
 
             conn = sqlite3.connect(
                 f"file:{quote(path)}?mode=ro",
@@ -507,12 +539,15 @@ def open_source(
                 check_same_thread=False,
             )
             try:
-                sqlite_saver = SqliteSaver(conn)
                 tables = _reflect(engine, ["checkpoints", "writes"])
-                _TABLES[sqlite_saver] = _Tables(
-                    engine.connect, tables["checkpoints"], tables["writes"], "value"
+                yield Source(
+                    SqliteSaver(conn),
+                    "sqlite",
+                    engine,
+                    tables["checkpoints"],
+                    tables["writes"],
+                    "value",
                 )
-                yield sqlite_saver
             finally:
                 conn.close()
             return
@@ -523,55 +558,17 @@ def open_source(
         libpq = sync_url.set(drivername="postgresql").render_as_string(hide_password=False)
         with PostgresSaver.from_conn_string(libpq) as pg_saver:
             tables = _reflect(engine, ["checkpoints", "checkpoint_writes"])
-            _TABLES[pg_saver] = _Tables(
-                engine.connect, tables["checkpoints"], tables["checkpoint_writes"], "blob"
+            yield Source(
+                pg_saver,
+                "postgres",
+                engine,
+                tables["checkpoints"],
+                tables["checkpoint_writes"],
+                "blob",
             )
-            yield pg_saver
 
 
 # -- writing to our saver ---------------------------------------------------------------
-
-
-def _existing(target: SQLAlchemySaver, thread_id: str) -> set[tuple[str, str]]:
-    """``(checkpoint_ns, checkpoint_id)`` of the target's checkpoints of a thread: one
-    query."""
-    c = our_checkpoints.c
-    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
-        c.thread_id == thread_id
-    )
-    if stored_full(thread_id) is not None:
-        query = query.where(c.thread_id_full == thread_id)
-
-    def op(conn: Connection) -> set[tuple[str, str]]:
-        return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
-
-    return target._run(_READ, op)
-
-
-def _target_keys(
-    target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
-) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
-    """Which of the checkpoints ``keys`` of a thread the target holds, and the keys of
-    their pending writes (as :meth:`_Reader.write_keys`): two queries."""
-    wanted = set(keys)
-    ids = sorted({k[1] for k in keys})
-    c = our_checkpoints.c
-    w = our_writes.c
-    checkpoints = select(c.checkpoint_ns, c.checkpoint_id).where(
-        c.thread_id == thread_id, c.checkpoint_id.in_(ids)
-    )
-    writes = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
-        w.thread_id == thread_id, w.checkpoint_id.in_(ids)
-    )
-
-    ns_by_key = _ns_by_key(keys)
-
-    def op(conn: Connection) -> tuple[set[tuple[str, str]], Counter[tuple[str, str, str, str]]]:
-        rows = conn.execute(checkpoints)
-        present = {(ns_by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
-        return present, _counted(conn.execute(writes), wanted, ns_by_key)
-
-    return target._run(_READ, op)
 
 
 def _verify(
@@ -583,7 +580,7 @@ def _verify(
     missing_checkpoints = missing_writes = 0
     first = ""
     for batch in _batches(keys):
-        present, target_writes = _target_keys(target, thread_id, batch)
+        present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
         source_writes = reader.write_keys(thread_id, batch)
         lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
         for key in batch:
@@ -604,9 +601,10 @@ def _store(
     parent_id: str | None,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
-    pending: Sequence[_Write],
+    pending: Sequence[PendingWrite],
 ) -> None:
-    """Store a checkpoint and its pending writes in one transaction, writes first.
+    """Store a checkpoint and its pending writes in one transaction, writes first
+    (:meth:`.SQLAlchemySaver.put_with_writes`).
 
     ``new_versions`` is the checkpoint's channel versions of the channels it holds a
     value for; blobs are first-write-wins, so values shared with the parent are not
@@ -616,32 +614,12 @@ def _store(
     parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if parent_id:
         parent["checkpoint_id"] = parent_id
-    config = cast(RunnableConfig, {"configurable": parent})
     values = checkpoint.get("channel_values") or {}
     new_versions = {
         ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
     }
-    row, blob_rows, stored = target._put_rows(config, checkpoint, metadata, new_versions)
-    write_rows: list[dict[str, Any]] = []
-    for w in pending:
-        rows, _ = target._write_rows(stored, [(w.channel, w.value)], w.task_id, w.task_path)
-        if w.idx is not None:
-            rows[0]["idx"] = w.idx
-        write_rows.extend(rows)
-    if write_rows and not any(w.idx is not None for w in pending):
-        # No idx from the source: number regular writes per task in their order.
-        counters: dict[str, int] = {}
-        for r in write_rows:
-            if r["channel"] not in WRITES_IDX_MAP:
-                r["idx"] = counters.get(r["task_id"], 0)
-                counters[r["task_id"]] = r["idx"] + 1
-
-    def op(conn: Connection) -> None:
-        if write_rows:
-            _ops.put_writes(conn, target._st, write_rows, False)
-        _ops.put(conn, target._st, row, blob_rows)
-
-    target._run(_WRITE, op)
+    config = cast(RunnableConfig, {"configurable": parent})
+    target.put_with_writes(config, checkpoint, metadata, new_versions, pending)
 
 
 # -- copy ---------------------------------------------------------------------------------
@@ -714,7 +692,7 @@ def copy_threads(
             report.refused.append(Refused(thread_id, reason))
             continue
         report.threads += 1
-        existing = _existing(target, thread_id)
+        existing = target.run_read(_maintenance.checkpoint_keys, thread_id)
         for ns, checkpoint_id in keys:
             if (ns, checkpoint_id) in existing:
                 report.checkpoints_skipped += 1
@@ -737,9 +715,9 @@ def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
     """Why our tables cannot hold a thread with these ids (the saver's own checks on
     thread ids and namespaces), or None."""
     try:
-        _thread(thread_id)
+        thread(thread_id)
         for ns in {ns for ns, _ in keys}:
-            _namespace(ns)
+            namespace(ns)
     except CheckpointConfigError as e:
         return str(e)
     return None
@@ -873,7 +851,7 @@ def _parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[An
         if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
             raise ValueError("checkpoint does not decode to the checkpoint named by the line")
         pending = [
-            _Write(
+            PendingWrite(
                 str(w["task_id"]),
                 str(w.get("task_path") or ""),
                 str(w["channel"]),
@@ -919,7 +897,7 @@ def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
             saver.serde, line, number
         )
         if thread_id not in existing:
-            existing[thread_id] = _existing(saver, thread_id)
+            existing[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
             report.threads += 1
         if (ns, checkpoint_id) in existing[thread_id]:
             report.checkpoints_skipped += 1

@@ -1,0 +1,675 @@
+"""The codec: configs checked, checkpoints turned into rows and rows into tuples.
+
+No database here. The saver checks a call's config with the functions of this module,
+encodes what it stores with :class:`Codec` (rows ready for :mod:`._ops`), runs the
+operation, and decodes the records the operation read back into ``CheckpointTuple``
+objects, after the connection went back to the pool.
+
+The names are public (no underscore) because the module itself is private: it serves
+the saver and :mod:`.transfer`. One cohesive thing, hence its length: everything between
+a call's arguments and the rows the operations take or give, both ways.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from sqlalchemy.sql.elements import ColumnElement
+
+from . import _history, _inline, _maintenance, _ops, _strict
+from ._canonical import canonical_json
+from ._loops import Access, Call
+from .errors import CheckpointConfigError, CheckpointDecodeError, CheckpointMetadataError
+from .schema import (
+    CHANNEL_MAX_LENGTH,
+    CHECKPOINT_NS_MAX_LENGTH,
+    ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    checkpoints,
+    promoted_source,
+    promoted_step,
+    run_key,
+    stored_full,
+)
+
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
+
+# -- config checks ----------------------------------------------------------------------
+
+
+def text_id(value: Any, name: str, limit: int, *, required: bool) -> str | None:
+    """``config['configurable'][name]`` as text, checked: a string (or int/UUID) of at
+    most ``limit`` characters that databases can store; None when empty and optional.
+
+    Raises:
+        CheckpointConfigError: Missing though required, of another type, too long, or
+            holding a NUL or a lone surrogate.
+    """
+    if value is None or value == "":
+        if required:
+            raise CheckpointConfigError(
+                f"config['configurable']['{name}'] is required: pass "
+                f"{{'configurable': {{'{name}': ...}}}} when you invoke the graph."
+            )
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] must be a string (or int/UUID), got "
+            f"{type(value).__name__}."
+        )
+    text = check_text(str(value), name)
+    if len(text) > limit:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] is {len(text)} characters long; the limit "
+            f"is {limit}. Use a shorter id (for example a hash of it)."
+        )
+    return text
+
+
+def check_text(text: str, name: str) -> str:
+    """``text`` if databases can store it: no NUL, no lone surrogate.
+
+    Raises:
+        CheckpointConfigError: It holds either.
+    """
+    if "\x00" in text:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] contains a NUL character, which databases "
+            "cannot store in text columns; remove it."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CheckpointConfigError(
+            f"config['configurable']['{name}'] is not valid Unicode (it holds a lone "
+            "surrogate); pass a proper string."
+        ) from None
+    return text
+
+
+def check_channel(channel: str) -> None:
+    """Refuse a channel name databases cannot store.
+
+    Raises:
+        CheckpointConfigError: Not a string, or holding a NUL or a lone surrogate.
+    """
+    # As for ids: PostgreSQL text (and JSONB keys) cannot hold NUL, and no driver encodes
+    # a lone surrogate; refuse both on every dialect rather than fail with a driver error
+    # on some and store on others.
+    if not isinstance(channel, str):
+        raise CheckpointConfigError(f"channel names must be strings, got {type(channel).__name__}.")
+    if "\x00" in channel or not encodable(channel):
+        raise CheckpointConfigError(
+            f"channel name {channel[:40]!r} contains a NUL character or a lone surrogate, "
+            "which databases cannot store; rename the channel."
+        )
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def namespace(value: Any) -> str:
+    """A ``checkpoint_ns``, checked; None is ``""``.
+
+    Raises:
+        CheckpointConfigError: Not a string, unstorable text, or longer than the column.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise CheckpointConfigError(
+            f"config['configurable']['checkpoint_ns'] must be a string, got {type(value).__name__}."
+        )
+    check_text(value, "checkpoint_ns")
+    if len(value) > CHECKPOINT_NS_MAX_LENGTH:
+        raise CheckpointConfigError(
+            f"checkpoint_ns is {len(value)} characters long; the limit is "
+            f"{CHECKPOINT_NS_MAX_LENGTH} (subgraphs nested too deep to store)."
+        )
+    return value
+
+
+def configurable(config: RunnableConfig | None) -> dict[str, Any]:
+    """``config['configurable']`` (``{}`` when absent).
+
+    Raises:
+        CheckpointConfigError: ``config`` or its ``configurable`` is not a dict.
+    """
+    if not isinstance(config, dict):
+        raise CheckpointConfigError(f"config must be a dict, got {type(config).__name__}.")
+    found = config.get("configurable")
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise CheckpointConfigError("config['configurable'] must be a dict.")
+    return found
+
+
+def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """``(thread_id, checkpoint_ns, checkpoint_id or None)`` of a config (LangGraph rules:
+    thread_id required; checkpoint_ns defaults to ""; an empty checkpoint_id means latest).
+    """
+    c = configurable(config)
+    thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    return cast(str, thread_id), namespace(c.get("checkpoint_ns")), checkpoint_id
+
+
+def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    """The config of one checkpoint."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def thread(value: Any) -> str:
+    """A ``thread_id`` argument, checked as in a config."""
+    return cast(str, text_id(value, "thread_id", THREAD_ID_MAX_LENGTH, required=True))
+
+
+def id_list(values: Sequence[str], name: str) -> list[str]:
+    """A list of ids as strings.
+
+    Raises:
+        TypeError: ``values`` is a bare string (a list of its characters was not meant).
+    """
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a list of ids, not a single string: use [{values!r}]")
+    return [str(v) for v in values]
+
+
+def run_keys(run_ids: Sequence[str]) -> list[str]:
+    """The ``run_id`` column values of run ids (:func:`.schema.run_key`).
+
+    Raises:
+        TypeError: ``run_ids`` is a bare string.
+    """
+    if isinstance(run_ids, (str, bytes)):
+        raise TypeError(f"run_ids must be a list of ids, not a single string: use [{run_ids!r}]")
+    return [k for k in (run_key(r) for r in run_ids) if k is not None]
+
+
+def check_inline_limit(value: Any) -> int:
+    """The saver's ``inline_limit``, checked.
+
+    Raises:
+        ValueError: Not an int from 0 to :data:`._inline.INLINE_VALUE_LIMIT`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"inline_limit must be an int (bytes), got {value!r}")
+    if not 0 <= value <= _inline.INLINE_VALUE_LIMIT:
+        raise ValueError(
+            f"inline_limit must be from 0 to {_inline.INLINE_VALUE_LIMIT} bytes, got {value}"
+        )
+    return value
+
+
+def thread_page(
+    limit: int | None, offset: int, idle_for: timedelta | None
+) -> tuple[int | None, int, str | None]:
+    """``(limit, offset, newest id allowed)`` of ``list_threads``, checked.
+
+    Raises:
+        ValueError: ``limit`` or ``offset`` negative or not an int.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    cutoff = None
+    if idle_for is not None:
+        try:
+            since = datetime.now(timezone.utc) - idle_for
+        except OverflowError:  # idle for longer than datetime reaches: no thread is
+            since = datetime.min.replace(tzinfo=timezone.utc)
+        cutoff = _maintenance.id_at(since)
+    return limit, offset, cutoff
+
+
+def _own_id(checkpoint: Checkpoint, parent_id: str | None) -> str:
+    checkpoint_id = text_id(checkpoint.get("id"), "id", ID_MAX_LENGTH, required=True)
+    assert checkpoint_id is not None
+    if checkpoint_id == parent_id:
+        raise CheckpointConfigError(
+            f"checkpoint {checkpoint_id!r} names itself as its parent "
+            "(config['configurable']['checkpoint_id']); pass the parent's id."
+        )
+    return checkpoint_id
+
+
+def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
+    try:
+        return canonical_json(get_serializable_checkpoint_metadata(config, metadata))
+    except (TypeError, ValueError) as e:
+        raise CheckpointMetadataError(
+            f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
+            "float, bool, None, lists and dicts with string keys."
+        ) from e
+
+
+def _check_stored_channel(channel: str) -> None:
+    check_channel(channel)
+    if len(channel) > CHANNEL_MAX_LENGTH:
+        raise CheckpointConfigError(
+            f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
+            f"the limit is {CHANNEL_MAX_LENGTH}."
+        )
+
+
+@dataclass
+class PendingWrite:
+    """A pending write as transfer reads it from a source and stores it.
+
+    Attributes:
+        task_id: The task.
+        task_path: Its path ("" when the source does not store it).
+        channel: The channel written.
+        idx: Its index within the task, or None when the source does not store it.
+        value: The value, decoded.
+    """
+
+    task_id: str
+    task_path: str
+    channel: str
+    idx: int | None
+    value: Any
+
+
+class Codec:
+    """Rows to store from a checkpoint and its writes, ``CheckpointTuple`` from records.
+
+    Args:
+        serde: The saver's serializer.
+        st: The saver's statements (its query builder checks metadata filters).
+        inline_limit: Largest serialised value stored in the checkpoint row.
+        strict: Decode with :mod:`._strict` (the saver's ``strict_decode``).
+    """
+
+    def __init__(
+        self, serde: SerializerProtocol, st: _ops.Statements, *, inline_limit: int, strict: bool
+    ) -> None:
+        self.serde = serde
+        self.st = st
+        self.inline_limit = inline_limit
+        self.strict = strict
+
+    # -- decoding -------------------------------------------------------------------------
+
+    def loads(self, type_: str, data: bytes | None) -> Any:
+        """Decode a stored value with ``serde``, checked by :mod:`._strict` when
+        ``strict`` is on."""
+        if self.strict:
+            return _strict.loads(self.serde, type_, data if data is not None else b"")
+        return self.serde.loads_typed((type_, data if data is not None else b""))
+
+    def to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
+        """Decode a record.
+
+        Raises:
+            CheckpointDecodeError: The checkpoint, a channel value or a write cannot be
+                decoded (damaged or forged row, other serializer or key).
+        """
+        row = rec.row
+        thread_id, checkpoint_ns = rec.thread_id, rec.checkpoint_ns
+        key = (thread_id, checkpoint_ns, row.checkpoint_id)
+        if rec.damaged is not None:
+            raise CheckpointDecodeError(*key, "inline_values", rec.damaged)
+
+        def load(part: str, type_: str, data: bytes | None) -> Any:
+            try:
+                return self.loads(type_, data)
+            except Exception as e:
+                raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e
+
+        checkpoint = load("checkpoint", row.type, row.checkpoint)
+        if not isinstance(checkpoint, dict):
+            raise CheckpointDecodeError(
+                *key, "checkpoint", f"decoded to {type(checkpoint).__name__}, not a dict"
+            )
+        checkpoint["channel_values"] = {
+            ch: load(f"channel {ch}", t, b) for ch, (t, b) in rec.values.items() if t != "empty"
+        }
+        rec.writes.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
+        pending = [
+            (task_id, channel, load(f"write {task_id}/{channel}", t, b))
+            for task_id, _path, _idx, channel, t, b in rec.writes
+        ]
+        parent = row.parent_checkpoint_id
+        return CheckpointTuple(
+            config=checkpoint_config(thread_id, checkpoint_ns, row.checkpoint_id),
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=cast(CheckpointMetadata, row.metadata),
+            parent_config=checkpoint_config(thread_id, checkpoint_ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+
+    def listed(self, rec: _ops.CheckpointRecord) -> CheckpointTuple | None:
+        """A listed record decoded, or None (logged) when it cannot be: one damaged row
+        must not hide a thread's whole history."""
+        try:
+            return self.to_tuple(rec)
+        except CheckpointDecodeError as e:
+            logger.error("list() skipped a checkpoint: %s", e)
+            return None
+
+    def histories(
+        self, raw: Mapping[str, _history.ChannelHistory], channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """Decode the raw histories of ``channels`` (LangGraph's order of writes)."""
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            history = raw[ch]
+            # Oldest checkpoint first (deepest), then writes_sort_key within one.
+            history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
+            entry: DeltaChannelHistory = {
+                "writes": [
+                    (task_id, ch, self.loads(t, b))
+                    for _depth, _path, task_id, _idx, t, b in history.writes
+                ]
+            }
+            if history.seed is not None:
+                t, b = history.seed
+                entry["seed"] = self.loads(t, b)
+            result[ch] = entry
+        return result
+
+    def pending_delta_channels(self, row: Any) -> Sequence[str]:
+        """DeltaChannel channels a checkpoint row versions but holds no value for: the
+        ones LangGraph rebuilds from history. DeltaChannels leave their update counters
+        in ``metadata["counters_since_delta_snapshot"]``."""
+        counters = (row.metadata or {}).get("counters_since_delta_snapshot") or {}
+        missing = [ch for ch in counters if ch not in row.value_versions]
+        if not missing:
+            return []
+        checkpoint = self.serde.loads_typed((row.type, row.checkpoint))
+        versions = checkpoint.get("channel_versions", {})
+        return [ch for ch in missing if ch in versions]
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def put_rows(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[_ops.CheckpointRows, RunnableConfig]:
+        """The rows that store a checkpoint (``put``), and the config of the checkpoint.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace, ids or channel names.
+            CheckpointMetadataError: Metadata that is not JSON.
+        """
+        thread_id, checkpoint_ns, parent_id = checkpoint_key(config)
+        checkpoint_id = _own_id(checkpoint, parent_id)
+        meta = _metadata_json(config, metadata)
+        values = checkpoint.get("channel_values") or {}
+        versions = checkpoint.get("channel_versions", {})
+        inline, blob_rows = self._place_values(
+            thread_id, checkpoint_ns, values, versions, new_versions
+        )
+        type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
+        checkpoint_row = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "thread_id_full": stored_full(thread_id),
+            "checkpoint_ns_full": stored_full(checkpoint_ns),
+            "checkpoint_id": checkpoint_id,
+            "parent_checkpoint_id": parent_id,
+            "run_id": run_key(meta.get("run_id")),
+            "source": promoted_source(meta.get("source")),
+            "step": promoted_step(meta.get("step")),
+            "type": type_,
+            "checkpoint": data,
+            "metadata": meta,
+            "value_versions": {ch: str(v) for ch, v in versions.items() if ch in values},
+            "inline_values": _inline.pack(inline),
+        }
+        rows = _ops.CheckpointRows(checkpoint_row, blob_rows)
+        return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _place_values(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        values: Mapping[str, Any],
+        versions: ChannelVersions,
+        new_versions: ChannelVersions,
+    ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]]]:
+        """Serialise the channel values: ``(inline values, blob rows)`` (see
+        :mod:`._inline` for which goes where)."""
+        blob_rows = []
+        inline: list[_inline.InlineValue] = []
+        budget = _inline.INLINE_BUDGET
+        for channel, value in values.items():
+            if channel not in versions:
+                continue  # no version: nothing can reference the value
+            _check_stored_channel(channel)
+            type_, blob = self.serde.dumps_typed(value)
+            size = len(blob) if blob is not None else 0
+            if size <= self.inline_limit and size <= budget:
+                inline.append((channel, type_, blob))
+                budget -= size
+            elif channel in new_versions or size <= _inline.INLINE_VALUE_LIMIT:
+                # New, or small enough to have been inline in the parent (under any
+                # inline_limit) but not here: into the blobs table, first-write-wins.
+                blob_rows.append(
+                    {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": checkpoint_ns,
+                        "channel": channel,
+                        "version": str(new_versions.get(channel, versions[channel])),
+                        "type": type_,
+                        "blob": blob,
+                    }
+                )
+            # else: unchanged and large, so stored in the blobs table when it was new.
+        return inline, blob_rows
+
+    def write_rows(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The rows of a task's pending writes (``put_writes``), and whether they replace
+        what the task stored before.
+
+        Raises:
+            CheckpointConfigError: No ``checkpoint_id``, bad ids or channel names.
+        """
+        thread_id, checkpoint_ns, checkpoint_id = checkpoint_key(config)
+        if checkpoint_id is None:
+            raise CheckpointConfigError(
+                "put_writes needs config['configurable']['checkpoint_id'] (the checkpoint "
+                "the writes belong to)."
+            )
+        task = text_id(task_id, "task_id", ID_MAX_LENGTH, required=True)
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            check_channel(channel)
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append(
+                {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": checkpoint_id,
+                    "task_id": task,
+                    "idx": WRITES_IDX_MAP.get(channel, i),
+                    "task_path": task_path or "",
+                    "channel": channel,
+                    "type": type_,
+                    "blob": blob,
+                }
+            )
+        # A batch of special channels only (error, interrupt, resume, scheduled) replaces
+        # what the task stored before; regular writes are first-write-wins (LangGraph
+        # contract: a retried task must not change what was recorded).
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        return rows, replace
+
+    def pending_rows(
+        self, config: RunnableConfig, pending: Sequence[PendingWrite]
+    ) -> list[dict[str, Any]]:
+        """The rows of pending writes stored with their checkpoint (transfer).
+
+        Writes keep their ``idx`` when the source gave it; without any, regular writes
+        are numbered per task in their order.
+        """
+        write_rows: list[dict[str, Any]] = []
+        for w in pending:
+            rows, _ = self.write_rows(config, [(w.channel, w.value)], w.task_id, w.task_path)
+            if w.idx is not None:
+                rows[0]["idx"] = w.idx
+            write_rows.extend(rows)
+        if write_rows and not any(w.idx is not None for w in pending):
+            # No idx from the source: number regular writes per task in their order.
+            counters: dict[str, int] = {}
+            for r in write_rows:
+                if r["channel"] not in WRITES_IDX_MAP:
+                    r["idx"] = counters.get(r["task_id"], 0)
+                    counters[r["task_id"]] = r["idx"] + 1
+        return write_rows
+
+    def list_query(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+    ) -> _ops.ListQuery:
+        """The conditions of a ``list()`` call, checked before any query runs.
+
+        Raises:
+            CheckpointConfigError: A config without ``thread_id`` or with bad ids.
+            CheckpointMetadataError: A filter that is not a dict of JSON values.
+        """
+        where = _thread_where(config) if config is not None else []
+        if before is not None:
+            before_id = text_id(
+                configurable(before).get("checkpoint_id"),
+                "checkpoint_id",
+                ID_MAX_LENGTH,
+                required=True,
+            )
+            where.append(checkpoints.c.checkpoint_id < before_id)
+        if filter:
+            return self._filtered(where, filter)
+        return _ops.ListQuery(tuple(where))
+
+    def _filtered(self, where: list[ColumnElement[bool]], filter: dict[str, Any]) -> _ops.ListQuery:
+        if not isinstance(filter, dict):
+            raise CheckpointMetadataError(
+                "filter must be a dict of metadata keys to JSON values, got "
+                f"{type(filter).__name__}."
+            )
+        json_filters = []
+        for key, value in filter.items():
+            try:
+                # Refuse a bad filter before any query runs.
+                self.st.qb.check_filter(key, value)
+            except (TypeError, ValueError) as e:
+                raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
+            # The promoted, indexed columns answer LangGraph's own keys exactly (same
+            # JSON semantics); other keys and values query the JSON document.
+            if key == "source" and (source := promoted_source(value)) is not None:
+                where.append(checkpoints.c.source == canonical_json(source))
+            elif key == "step" and (step := promoted_step(value)) is not None:
+                where.append(checkpoints.c.step == step)
+            else:
+                json_filters.append((key, value))
+        return _ops.ListQuery(tuple(where), tuple(json_filters))
+
+
+def _thread_where(config: RunnableConfig) -> list[ColumnElement[bool]]:
+    """Conditions of a ``list()`` config: its thread, namespace and checkpoint."""
+    where: list[ColumnElement[bool]] = []
+    c = configurable(config)
+    thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    where.append(checkpoints.c.thread_id == thread_id)
+    if stored_full(cast(str, thread_id)) is not None:
+        # A digest key is never trusted alone: the text must match too.
+        where.append(checkpoints.c.thread_id_full == thread_id)
+    if c.get("checkpoint_ns") is not None:
+        ns = namespace(c["checkpoint_ns"])
+        where.append(checkpoints.c.checkpoint_ns == ns)
+        if stored_full(ns) is not None:
+            where.append(checkpoints.c.checkpoint_ns_full == ns)
+    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    if checkpoint_id:
+        where.append(checkpoints.c.checkpoint_id == checkpoint_id)
+    return where
+
+
+class Pages:
+    """The pages of one ``list()`` call: iterating gives the call that fetches the next
+    page, :meth:`decoded` the checkpoints of a fetched page, until done or ``limit``.
+
+    Args:
+        codec: Decodes the records.
+        query: The listing's conditions.
+        limit: Most checkpoints listed, None for all.
+        size: Checkpoints a page.
+
+    Raises:
+        ValueError: ``limit`` negative or not an int.
+    """
+
+    def __init__(self, codec: Codec, query: _ops.ListQuery, limit: int | None, size: int) -> None:
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+        self.codec = codec
+        self.query = query
+        self.size = size
+        self.remaining = limit
+        self.cursor: _ops.CheckpointKey | None = None
+        self.done = limit == 0
+
+    def _requested(self) -> int:
+        return self.size if self.remaining is None else min(self.size, self.remaining)
+
+    def __iter__(self) -> Iterator[Call]:
+        while not self.done:
+            args = (self.codec.st, self.query, self.cursor, self._requested())
+            yield Access.READ, _ops.list_page, args
+
+    def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
+        """Take a fetched page (moving the cursor past it) and decode its records lazily,
+        skipping (and logging) those that cannot be decoded."""
+        requested = self._requested()
+        if self.remaining is not None:
+            self.remaining -= len(page)
+        if len(page) < requested or self.remaining == 0:
+            self.done = True
+        elif page:
+            last = page[-1].row
+            self.cursor = (last.thread_id, last.checkpoint_ns, last.checkpoint_id)
+        return (tup for rec in page if (tup := self.codec.listed(rec)) is not None)
