@@ -2,11 +2,11 @@
 
 Each database operation is written once, as a sync function on a SQLAlchemy
 ``Connection`` (:mod:`._ops`, :mod:`._history`, :mod:`._maintenance`). Each public
-method builds a plan (:data:`._loops.Plan`): it checks and encodes its arguments (:mod:`._codec`),
+method runs a plan (:mod:`._plans`): it checks and encodes its arguments (:mod:`._codec`),
 names the operations to run and decodes what they return. A sync method runs the plan's
 operations on the sync engine; its async twin runs the same plan on the async engine,
-each operation through ``AsyncConnection.run_sync``. Both engines are made from one URL
-and see the same data.
+each operation through ``AsyncConnection.run_sync`` (the two doors: :mod:`._loops`).
+Both engines are made from one URL and see the same data.
 
 On SQLite the async methods run each operation, the same sync function on the sync
 engine, in one worker thread (``asyncio.to_thread``, see
@@ -46,10 +46,10 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from . import _codec, _history, _maintenance, _ops, _strict, migrate
+from . import _codec, _maintenance, _ops, _plans, _strict, migrate
 from ._codec import PendingWrite
 from ._engines import resolve_urls
-from ._loops import Access, Plan, Runner, engine_pair
+from ._loops import Access, Runner, engine_pair
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, query_builder
 
@@ -147,7 +147,6 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     ) -> None:
         super().__init__(serde=serde)
         inline_limit = _codec.check_inline_limit(inline_limit)
-        self.detect_conflicts = detect_conflicts
         strict = _strict.strict_from_env() if strict_decode is None else strict_decode
         engine, async_engine, owned = engine_pair(engine, async_engine)
         self.schema = schema
@@ -164,6 +163,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned)
         self._st = _ops.Statements(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
+        self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
     @classmethod
     def from_conn_string(
@@ -238,6 +238,16 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
     @strict_decode.setter
     def strict_decode(self, value: bool) -> None:
         self._codec.strict = value
+
+    @property
+    def detect_conflicts(self) -> bool:
+        """Whether a run's checkpoint whose parent is no longer the newest of its namespace
+        is refused (see the ``detect_conflicts`` argument)."""
+        return self._plans.detect_conflicts
+
+    @detect_conflicts.setter
+    def detect_conflicts(self, value: bool) -> None:
+        self._plans.detect_conflicts = value
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -328,11 +338,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
                 cannot be decoded (damaged or forged row, another serializer or key, or
                 a class ``strict_decode`` refuses); the message names which.
         """
-        return self._doors.drive(self._get_tuple(config))
+        return self._doors.drive(self._plans.get_tuple(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        return await self._doors.adrive(self._get_tuple(config))
+        return await self._doors.adrive(self._plans.get_tuple(config))
 
     def list(
         self,
@@ -404,13 +414,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointConflictError: ``detect_conflicts`` is on and another checkpoint of
                 the namespace was stored since this one's parent (a run's step only).
         """
-        return self._doors.drive(self._put(config, checkpoint, metadata, new_versions))
+        return self._doors.drive(self._plans.put(config, checkpoint, metadata, new_versions))
 
     async def aput(
         self, config: _Config, checkpoint: Checkpoint, metadata: _Meta, new_versions: _Versions
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return await self._doors.adrive(self._put(config, checkpoint, metadata, new_versions))
+        return await self._doors.adrive(self._plans.put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -430,24 +440,24 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``checkpoint_id``, or bad ids.
         """
-        self._doors.drive(self._put_writes(config, writes, task_id, task_path))
+        self._doors.drive(self._plans.put_writes(config, writes, task_id, task_path))
 
     async def aput_writes(
         self, config: _Config, writes: _Writes, task_id: str, task_path: str = ""
     ) -> None:
         """Async :meth:`put_writes`."""
-        await self._doors.adrive(self._put_writes(config, writes, task_id, task_path))
+        await self._doors.adrive(self._plans.put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in every namespace.
 
         One transaction; deleting a thread that does not exist does nothing.
         """
-        self._doors.drive(self._delete_thread(thread_id))
+        self._doors.drive(self._plans.delete_thread(thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
-        await self._doors.adrive(self._delete_thread(thread_id))
+        await self._doors.adrive(self._plans.delete_thread(thread_id))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -469,13 +479,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Returns:
             ``{channel: {"writes": [(task_id, channel, value)], "seed"?: value}}``.
         """
-        return self._doors.drive(self._delta_history(config, channels))
+        return self._doors.drive(self._plans.delta_history(config, channels))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Async :meth:`get_delta_channel_history`."""
-        return await self._doors.adrive(self._delta_history(config, channels))
+        return await self._doors.adrive(self._plans.delta_history(config, channels))
 
     # -- versions ------------------------------------------------------------------------
 
@@ -510,11 +520,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             TypeError: ``run_ids`` is a bare string.
         """
-        self._doors.drive(self._delete_for_runs(run_ids))
+        self._doors.drive(self._plans.delete_for_runs(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        await self._doors.adrive(self._delete_for_runs(run_ids))
+        await self._doors.adrive(self._plans.delete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -524,11 +534,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ThreadNotEmptyError: The target thread already has checkpoints.
             CheckpointConfigError: A thread id of the wrong type or length.
         """
-        self._doors.drive(self._copy_thread(source_thread_id, target_thread_id))
+        self._doors.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        await self._doors.adrive(self._copy_thread(source_thread_id, target_thread_id))
+        await self._doors.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, each in its own transaction.
@@ -547,11 +557,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             TypeError: ``thread_ids`` is a bare string.
             ValueError: Unknown strategy.
         """
-        self._doors.drive(self._prune(thread_ids, strategy))
+        self._doors.drive(self._plans.prune(thread_ids, strategy))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        await self._doors.adrive(self._prune(thread_ids, strategy))
+        await self._doors.adrive(self._plans.prune(thread_ids, strategy))
 
     # -- per-thread lock across processes ----------------------------------------------------
 
@@ -609,13 +619,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Raises:
             ValueError: ``limit`` or ``offset`` negative.
         """
-        return self._doors.drive(self._list_threads(limit, offset, idle_for))
+        return self._doors.drive(self._plans.list_threads(limit, offset, idle_for))
 
     async def alist_threads(
         self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
-        return await self._doors.adrive(self._list_threads(limit, offset, idle_for))
+        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for))
 
     def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Rows and serialised bytes per table, for the database or one thread.
@@ -624,11 +634,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             ``{table name: {"rows": int, "bytes": int}}``; bytes are the lengths of the
             serialised columns, not the database's page usage.
         """
-        return self._doors.drive(self._storage_stats(thread_id))
+        return self._doors.drive(self._plans.storage_stats(thread_id))
 
     async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
-        return await self._doors.adrive(self._storage_stats(thread_id))
+        return await self._doors.adrive(self._plans.storage_stats(thread_id))
 
     # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
 
@@ -661,7 +671,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointConfigError: Bad thread, namespace, ids or channel names.
             CheckpointMetadataError: Metadata that is not JSON.
         """
-        return self._doors.drive(self._put(config, checkpoint, metadata, new_versions, writes))
+        plan = self._plans.put(config, checkpoint, metadata, new_versions, writes)
+        return self._doors.drive(plan)
 
     def run_read(self, op: Callable[..., R], *args: Any) -> R:
         """Return ``op(conn, *args)`` run in a read transaction through the door of every
@@ -672,102 +683,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """
         return self._doors.run(Access.READ, op, args)
 
-    # -- plans: the steps of each method, shared by its sync and async twins ----------
-
-    def _get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
-        key = _codec.checkpoint_key(config)
-        rec = yield Access.READ_ONE, _ops.get_checkpoint, (self._st, *key)
-        if rec is not None and rec.incomplete:
-            rec = yield Access.READ, _ops.get_checkpoint, (self._st, *key)
-        return self._codec.to_tuple(rec) if rec is not None else None
+    # -- list pages (kept here: LIST_PAGE_SIZE is this module's) ----------------------
 
     def _pages(
         self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
     ) -> _codec.Pages:
         query = self._codec.list_query(config, filter, before)
         return _codec.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
-
-    def _put(
-        self,
-        config: _Config,
-        checkpoint: Checkpoint,
-        metadata: _Meta,
-        new_versions: _Versions,
-        writes: Sequence[PendingWrite] | None = None,
-    ) -> Plan[RunnableConfig]:
-        rows, stored = self._codec.put_rows(config, checkpoint, metadata, new_versions)
-        if writes is not None:
-            # transfer: the writes in the same transaction, no conflict check.
-            rows = rows._replace(writes=self._codec.pending_rows(stored, writes))
-            yield Access.WRITE, _ops.put, (self._st, rows)
-        elif self.detect_conflicts and rows.checkpoint["metadata"].get("source") in (
-            "input",
-            "loop",
-        ):
-            # A run's step (source input/loop), checked for conflicts.
-            yield Access.WRITE, _ops.put_checked, (self._st, rows)
-        else:
-            # A put whose values are all in the checkpoint row is one upsert: atomic on
-            # its own, it needs no transaction around it (saving BEGIN and COMMIT: two
-            # driver calls on SQLite, two round trips on PostgreSQL).
-            yield (Access.WRITE if rows.blobs else Access.WRITE_ONE), _ops.put, (self._st, rows)
-        return stored
-
-    def _put_writes(
-        self, config: _Config, writes: _Writes, task_id: str, task_path: str
-    ) -> Plan[None]:
-        rows, replace = self._codec.write_rows(config, writes, task_id, task_path)
-        if rows:
-            # One multi-row INSERT, atomic on its own, when its values fit one batch.
-            size = sum(len(r["blob"] or b"") for r in rows)
-            access = Access.WRITE_ONE if size <= _ops.BATCH_BYTES else Access.WRITE
-            yield access, _ops.put_writes, (self._st, rows, replace)
-
-    def _delete_thread(self, thread_id: str) -> Plan[None]:
-        yield Access.WRITE, _ops.delete_thread, (self._st, _codec.thread(thread_id))
-
-    def _delta_history(
-        self, config: RunnableConfig, channels: Sequence[str]
-    ) -> Plan[dict[str, DeltaChannelHistory]]:
-        if not channels:
-            return {}
-        key = _codec.checkpoint_key(config)
-        unique = list(dict.fromkeys(channels))
-        raw = yield Access.READ, _history.history, (self._st, *key, unique)
-        return self._codec.histories(raw, channels)
-
-    def _delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
-        keys = _codec.run_keys(run_ids)
-        if keys:
-            yield Access.WRITE, _maintenance.delete_for_runs, (self._st, keys)
-
-    def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
-        source, target = _codec.thread(source_thread_id), _codec.thread(target_thread_id)
-        yield Access.WRITE, _maintenance.copy_thread, (source, target)
-
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
-        """Each thread in its own transaction; every argument checked before the first."""
-        threads = [_codec.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
-        op: Callable[..., None]
-        extra: tuple[Any, ...]
-        if strategy == "delete":
-            op, extra = _ops.delete_thread, ()
-        elif strategy == "keep_latest":
-            op, extra = _maintenance.prune_keep_latest, (self._codec.pending_delta_channels,)
-        else:
-            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
-        for t in threads:
-            yield Access.WRITE, op, (self._st, t, *extra)
-
-    def _list_threads(
-        self, limit: int | None, offset: int, idle_for: timedelta | None
-    ) -> Plan[builtins.list[ThreadInfo]]:
-        page = _codec.thread_page(limit, offset, idle_for)
-        call = Access.READ, _maintenance.list_threads, (self._st, *page)
-        threads: builtins.list[ThreadInfo] = yield call
-        return threads
-
-    def _storage_stats(self, thread_id: str | None) -> Plan[dict[str, dict[str, int]]]:
-        key = _codec.thread(thread_id) if thread_id is not None else None
-        stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)
-        return stats

@@ -1,0 +1,146 @@
+"""The plans: the steps of each saver method, shared by its sync and async twins.
+
+A plan is a generator (:data:`._loops.Plan`) that checks and encodes a call's arguments
+(:mod:`._codec`), yields each database operation to run as ``(access, op, args)``
+(operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`), receives what it
+returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
+engine, ``Runner.adrive`` on the async one: the method's logic is written once here, and
+the saver's two doors only differ in how they run it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+
+from . import _codec, _history, _maintenance, _ops
+from ._codec import PendingWrite
+from ._loops import Access, Plan
+from ._maintenance import ThreadInfo
+
+__all__ = ["Plans"]
+
+
+class Plans:
+    """The plans of one saver's methods.
+
+    Args:
+        codec: The saver's codec (arguments in, tuples out).
+        st: The saver's statements (its dialect's query builder).
+        detect_conflicts: Check a run's checkpoints for conflicts (see the saver's
+            argument of that name).
+    """
+
+    def __init__(
+        self, codec: _codec.Codec, st: _ops.Statements, *, detect_conflicts: bool = False
+    ) -> None:
+        self.codec = codec
+        self.st = st
+        self.detect_conflicts = detect_conflicts
+
+    def get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+        key = _codec.checkpoint_key(config)
+        rec = yield Access.READ_ONE, _ops.get_checkpoint, (self.st, *key)
+        if rec is not None and rec.incomplete:
+            rec = yield Access.READ, _ops.get_checkpoint, (self.st, *key)
+        return self.codec.to_tuple(rec) if rec is not None else None
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        writes: Sequence[PendingWrite] | None = None,
+    ) -> Plan[RunnableConfig]:
+        rows, stored = self.codec.put_rows(config, checkpoint, metadata, new_versions)
+        if writes is not None:
+            # transfer: the writes in the same transaction, no conflict check.
+            rows = rows._replace(writes=self.codec.pending_rows(stored, writes))
+            yield Access.WRITE, _ops.put, (self.st, rows)
+        elif self.detect_conflicts and rows.checkpoint["metadata"].get("source") in (
+            "input",
+            "loop",
+        ):
+            # A run's step (source input/loop), checked for conflicts.
+            yield Access.WRITE, _ops.put_checked, (self.st, rows)
+        else:
+            # A put whose values are all in the checkpoint row is one upsert: atomic on
+            # its own, it needs no transaction around it (saving BEGIN and COMMIT: two
+            # driver calls on SQLite, two round trips on PostgreSQL).
+            yield (Access.WRITE if rows.blobs else Access.WRITE_ONE), _ops.put, (self.st, rows)
+        return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Plan[None]:
+        rows, replace = self.codec.write_rows(config, writes, task_id, task_path)
+        if rows:
+            # One multi-row INSERT, atomic on its own, when its values fit one batch.
+            size = sum(len(r["blob"] or b"") for r in rows)
+            access = Access.WRITE_ONE if size <= _ops.BATCH_BYTES else Access.WRITE
+            yield access, _ops.put_writes, (self.st, rows, replace)
+
+    def delete_thread(self, thread_id: str) -> Plan[None]:
+        yield Access.WRITE, _ops.delete_thread, (self.st, _codec.thread(thread_id))
+
+    def delta_history(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Plan[dict[str, DeltaChannelHistory]]:
+        if not channels:
+            return {}
+        key = _codec.checkpoint_key(config)
+        unique = list(dict.fromkeys(channels))
+        raw = yield Access.READ, _history.history, (self.st, *key, unique)
+        return self.codec.histories(raw, channels)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
+        keys = _codec.run_keys(run_ids)
+        if keys:
+            yield Access.WRITE, _maintenance.delete_for_runs, (self.st, keys)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
+        source, target = _codec.thread(source_thread_id), _codec.thread(target_thread_id)
+        yield Access.WRITE, _maintenance.copy_thread, (source, target)
+
+    def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+        """Each thread in its own transaction; every argument checked before the first."""
+        threads = [_codec.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
+        op: Callable[..., None]
+        extra: tuple[Any, ...]
+        if strategy == "delete":
+            op, extra = _ops.delete_thread, ()
+        elif strategy == "keep_latest":
+            op, extra = _maintenance.prune_keep_latest, (self.codec.pending_delta_channels,)
+        else:
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+        for t in threads:
+            yield Access.WRITE, op, (self.st, t, *extra)
+
+    def list_threads(
+        self, limit: int | None, offset: int, idle_for: timedelta | None
+    ) -> Plan[builtins.list[ThreadInfo]]:
+        page = _codec.thread_page(limit, offset, idle_for)
+        call = Access.READ, _maintenance.list_threads, (self.st, *page)
+        threads: builtins.list[ThreadInfo] = yield call
+        return threads
+
+    def storage_stats(self, thread_id: str | None) -> Plan[dict[str, dict[str, int]]]:
+        key = _codec.thread(thread_id) if thread_id is not None else None
+        stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)
+        return stats
