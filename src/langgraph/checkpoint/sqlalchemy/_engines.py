@@ -4,7 +4,8 @@ The one default database URL of the package (the saver's server factory, the CLI
 Alembic's ``env.py`` all read it from here); :func:`resolve_urls`, which maps a URL or a
 SQLite path to the sync and async engine URLs (the drivers of each dialect come from its
 query builder class in :mod:`.dialects`); and :func:`configure_engine`, the per-dialect
-connection set-up of a new engine.
+connection set-up of a new engine; :func:`engine_pair`, the saver's sync and async
+engines from whichever of them it was given.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .dialects import DIALECTS, QueryBuilder
 from .dialects.sqlite import MEMDB_PREFIX
@@ -35,6 +37,7 @@ __all__ = [
     "URL_ENV",
     "EngineURLs",
     "configure_engine",
+    "engine_pair",
     "resolve_urls",
     "url_from_env",
 ]
@@ -300,3 +303,39 @@ def configure_engine(engine: Engine) -> None:
     dialect = DIALECTS.get(engine.dialect.name)
     if dialect is not None:
         dialect.configure(engine)
+
+
+def engine_pair(
+    engine: Engine | None, async_engine: AsyncEngine | None
+) -> tuple[Engine, AsyncEngine, list[Engine | AsyncEngine]]:
+    """The saver's two engines: the given ones, the missing one made from the other's URL.
+
+    Returns:
+        ``(engine, async_engine, made)``: both configured for the saver
+        (:func:`configure_engine`), and the ones made here.
+
+    Raises:
+        ValueError: Neither engine was given.
+        UnsupportedDriverError: ``engine`` is an async driver's engine.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+    if engine is None and async_engine is None:
+        raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
+    made: list[Engine | AsyncEngine] = []
+    if engine is not None and engine.dialect.is_async:
+        raise UnsupportedDriverError(
+            f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
+            "pass create_async_engine(url) as async_engine= instead."
+        )
+    if engine is None:
+        assert async_engine is not None
+        engine = create_engine(resolve_urls(async_engine.url).sync)
+        made.append(engine)
+    if async_engine is None:
+        twin = resolve_urls(engine.url)
+        twin.require_async()
+        async_engine = create_async_engine(twin.async_)
+        made.append(async_engine)
+    configure_engine(engine)
+    configure_engine(async_engine.sync_engine)
+    return engine, async_engine, made

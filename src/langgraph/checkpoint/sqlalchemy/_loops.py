@@ -29,14 +29,13 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import migrate
-from ._engines import configure_engine, resolve_urls
 from .dialects import QueryBuilder
-from .errors import CheckpointConnectionError, SchemaOutOfDateError, UnsupportedDriverError
+from .errors import CheckpointConnectionError, SchemaOutOfDateError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
@@ -44,42 +43,6 @@ _DIALECT_WAIT = 30.0
 #: Tries of an operation when the server drops the connection under it (see
 #: :meth:`Runner.raise_unless_retry`).
 _ATTEMPTS = 2
-
-
-def engine_pair(
-    engine: Engine | None, async_engine: AsyncEngine | None
-) -> tuple[Engine, AsyncEngine, list[Engine | AsyncEngine]]:
-    """The saver's two engines: the given ones, the missing one made from the other's URL.
-
-    Returns:
-        ``(engine, async_engine, made)``: both configured for the saver
-        (:func:`.dialects.configure_engine`), and the ones made here.
-
-    Raises:
-        ValueError: Neither engine was given.
-        UnsupportedDriverError: ``engine`` is an async driver's engine.
-        DriverNotInstalledError: The missing engine needs a driver that is not installed.
-    """
-    if engine is None and async_engine is None:
-        raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
-    made: list[Engine | AsyncEngine] = []
-    if engine is not None and engine.dialect.is_async:
-        raise UnsupportedDriverError(
-            f"engine= takes a sync engine; {engine.url.drivername} is an async driver: "
-            "pass create_async_engine(url) as async_engine= instead."
-        )
-    if engine is None:
-        assert async_engine is not None
-        engine = create_engine(resolve_urls(async_engine.url).sync)
-        made.append(engine)
-    if async_engine is None:
-        twin = resolve_urls(engine.url)
-        twin.require_async()
-        async_engine = create_async_engine(twin.async_)
-        made.append(async_engine)
-    configure_engine(engine)
-    configure_engine(async_engine.sync_engine)
-    return engine, async_engine, made
 
 
 class Access(enum.Enum):

@@ -48,8 +48,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from . import _codec, _maintenance, _ops, _plans, _strict, migrate
 from ._codec import PendingWrite
-from ._engines import resolve_urls
-from ._loops import Access, Runner, engine_pair
+from ._engines import engine_pair, resolve_urls
+from ._loops import Access, Runner
 from ._maintenance import ThreadInfo
 from .dialects import WRITE_OPTION, query_builder
 
