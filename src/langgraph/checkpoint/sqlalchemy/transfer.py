@@ -32,6 +32,7 @@ from . import _jsonl, _maintenance
 from ._codec import PendingWrite, namespace, thread
 from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
 from ._sources import Reader, SourceKind, batches, open_saver
+from ._sources import Source as Source  # what open_source yields (documented with this module)
 from .errors import CheckpointConfigError, ExportFormatError, UnknownSourceError
 from .saver import SQLAlchemySaver
 
