@@ -1,6 +1,9 @@
 """Every typed error of the package. Each message says what to do.
 
-The package root re-exports all of them (its ``__all__`` takes this module's).
+The package root re-exports all of them (its ``__all__`` takes this module's) but the
+two of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceError`,
+:class:`ExportFormatError`), which that module exports and which stay out of this
+``__all__`` so that the root's public names do not change.
 """
 
 from __future__ import annotations
@@ -199,3 +202,14 @@ class UnsupportedDialectError(DatabaseURLError):
 
     Supported: ``sqlite``, ``postgresql`` (``postgres``) and ``mysql``/``mariadb``.
     """
+
+
+class UnknownSourceError(ValueError):
+    """:func:`open_source` found no checkpoint tables it can read at the URL (or found
+    several kinds and was not told which one to read: pass ``kind``)."""
+
+
+class ExportFormatError(ValueError):
+    """An import file that is not an export of this library: wrong first line, unknown
+    format or version, or a line that is not a checkpoint record (the message gives the
+    line number)."""

@@ -20,49 +20,21 @@ target always has its writes.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import os
-import sqlite3
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal, TypeVar, cast
-from urllib.parse import quote
+from typing import IO, Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    MetaData,
-    Table,
-    create_engine,
-    func,
-    inspect,
-    null,
-    select,
-)
-from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
-
-from . import _maintenance
-from ._codec import PendingWrite, checkpoint_config, namespace, thread
-from ._engines import resolve_urls
-from .errors import CheckpointConfigError
+from . import _jsonl, _maintenance
+from ._codec import PendingWrite, namespace, thread
+from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
+from ._sources import Reader, SourceKind, batches, open_saver
+from ._sources import Source as Source  # what open_source yields (documented with this module)
+from .errors import CheckpointConfigError, ExportFormatError, UnknownSourceError
 from .saver import SQLAlchemySaver
-from .schema import checkpoints as our_checkpoints
-from .schema import full_name, name_key, stored_full
-from .schema import writes as our_writes
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -82,29 +54,6 @@ __all__ = [
     "missing_threads",
     "open_source",
 ]
-
-#: ``format`` of the first line of an export file.
-EXPORT_FORMAT = "langgraph-checkpoint-sqlalchemy/jsonl"
-#: ``version`` of the export format written by :func:`export_threads`.
-EXPORT_VERSION = 1
-
-SourceKind = Literal["auto", "sqlalchemy", "sqlite", "postgres"]
-"""What :func:`open_source` reads: ``"auto"`` detects it from the tables present."""
-
-_OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
-_SQLITE_TABLES = {"checkpoints", "writes"}
-_POSTGRES_TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes"}
-
-
-class UnknownSourceError(ValueError):
-    """:func:`open_source` found no checkpoint tables it can read at the URL (or found
-    several kinds and was not told which one to read: pass ``kind``)."""
-
-
-class ExportFormatError(ValueError):
-    """An import file that is not an export of this library: wrong first line, unknown
-    format or version, or a line that is not a checkpoint record (the message gives the
-    line number)."""
 
 
 @dataclass
@@ -180,233 +129,6 @@ class ImportReport:
     writes_imported: int = 0
 
 
-# -- reading a source ----------------------------------------------------------------------
-
-
-T = TypeVar("T")
-
-
-@dataclass
-class _Tables:
-    """Raw access to a source's tables, for what the saver API does not give: the thread
-    list, the checkpoint keys without their values, and ``task_path``/``idx`` of writes.
-
-    Attributes:
-        run: Runs ``op(conn)`` on a connection to the source and returns its result.
-        checkpoints: The checkpoints table.
-        writes: The pending-writes table.
-        value_column: The writes table's column of serialised values.
-    """
-
-    run: Callable[[Callable[[Connection], Any]], Any]
-    checkpoints: Table
-    writes: Table
-    value_column: str
-
-
-class Source(BaseCheckpointSaver[Any]):
-    """An official saver's database opened by :func:`open_source`: reads like the saver
-    it wraps (``get_tuple``, ``list``, ``serde``; the official sync savers have no async
-    methods) and owns the tables, engine and kind transfer reads beside it.
-
-    Args:
-        saver: The official saver (``SqliteSaver`` or ``PostgresSaver``).
-        kind: ``"sqlite"`` or ``"postgres"``.
-        engine: A read-only engine on the same database.
-        checkpoints: Its checkpoints table, reflected.
-        writes: Its writes table, reflected.
-        value_column: The writes table's column of serialised values.
-    """
-
-    def __init__(
-        self,
-        saver: BaseCheckpointSaver[Any],
-        kind: str,
-        engine: Engine,
-        checkpoints: Table,
-        writes: Table,
-        value_column: str,
-    ) -> None:
-        super().__init__()
-        self.saver = saver
-        self.serde = saver.serde
-        self.kind = kind
-        self._engine = engine
-        self.tables = _Tables(self._read, checkpoints, writes, value_column)
-
-    def _read(self, op: Callable[[Connection], T]) -> T:
-        with self._engine.connect() as conn:
-            return op(conn)
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The wrapped saver's ``get_tuple``."""
-        return self.saver.get_tuple(config)
-
-    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
-        """The wrapped saver's ``list`` (``filter``, ``before``, ``limit``)."""
-        return self.saver.list(config, **kwargs)
-
-
-def _tables_of(saver: BaseCheckpointSaver[Any]) -> _Tables | None:
-    if isinstance(saver, SQLAlchemySaver):
-        # Ours, through the saver's read door: missing or outdated tables are its
-        # typed error.
-        return _Tables(saver.run_read, our_checkpoints, our_writes, "blob")
-    if isinstance(saver, Source):
-        return saver.tables
-    return None
-
-
-class _Reader:
-    """Reads threads, checkpoint keys (oldest first) and checkpoints with their writes
-    from any saver: through its raw tables when known, else through ``list``."""
-
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.saver = saver
-        self.tables = _tables_of(saver)
-
-    def threads(self) -> list[str]:
-        if self.tables is None:
-            seen = dict.fromkeys(
-                str(t.config["configurable"]["thread_id"]) for t in self.saver.list(None)
-            )
-            return sorted(seen)
-        c = self.tables.checkpoints.c
-
-        def op(conn: Connection) -> list[str]:
-            if "thread_id_full" in c:  # ours: a long id's text beside its digest key
-                rows = conn.execute(
-                    select(c.thread_id, func.max(c.thread_id_full)).group_by(c.thread_id)
-                )
-                return sorted(full_name(key, full) for key, full in rows)
-            rows = conn.execute(select(c.thread_id).distinct().order_by(c.thread_id))
-            return [str(r[0]) for r in rows]
-
-        return cast(list[str], self.tables.run(op))
-
-    def keys(self, thread_id: str) -> list[tuple[str, str]]:
-        """``(checkpoint_ns, checkpoint_id)`` of a thread, oldest checkpoint first."""
-        if self.tables is None:
-            found = [
-                (
-                    str(t.config["configurable"].get("checkpoint_ns", "")),
-                    str(t.config["configurable"]["checkpoint_id"]),
-                )
-                for t in self.saver.list(_thread_config(thread_id))
-            ]
-        else:
-            c = self.tables.checkpoints.c
-            ours = "checkpoint_ns_full" in c  # a long name's text beside its digest key
-            full_ns = c.checkpoint_ns_full if ours else null()
-            query = select(c.checkpoint_ns, c.checkpoint_id, full_ns).where(
-                c.thread_id == thread_id
-            )
-            if ours and stored_full(thread_id) is not None:
-                query = query.where(c.thread_id_full == thread_id)
-            found = self.tables.run(
-                lambda conn: [(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)]
-            )
-        return sorted(found, key=lambda k: (k[1], k[0]))
-
-    def missing(self, thread_ids: Sequence[str]) -> list[str]:
-        """The ids of ``thread_ids`` that have no checkpoint here, in their order."""
-        if self.tables is None:
-            return [
-                t
-                for t in thread_ids
-                if next(iter(self.saver.list(_thread_config(t), limit=1)), None) is None
-            ]
-        c = self.tables.checkpoints.c
-
-        def op(conn: Connection) -> set[str]:
-            found: set[str] = set()
-            for batch in _batches(list(dict.fromkeys(thread_ids))):
-                query = select(c.thread_id).where(c.thread_id.in_(batch)).distinct()
-                found.update(str(r[0]) for r in conn.execute(query))
-            return found
-
-        found = self.tables.run(op)
-        # Our tables hold a long id's digest key (schema.name_key); the official ones the id.
-        key_of = name_key if "thread_id_full" in c else str
-        return [t for t in thread_ids if key_of(t) not in found]
-
-    def write_keys(self, thread_id: str, keys: Sequence[tuple[str, str]]) -> _maintenance.WriteKeys:
-        """``(checkpoint_ns, checkpoint_id, task_id, channel)`` of the pending writes of
-        the checkpoints ``keys`` of a thread, with their multiplicity (as
-        :func:`._maintenance.held_keys` reads them from the target)."""
-        wanted = set(keys)
-        if self.tables is None:
-            found: _maintenance.WriteKeys = Counter()
-            for ns, checkpoint_id in keys:
-                tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
-                for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
-                    found[(ns, checkpoint_id, str(task_id), str(channel))] += 1
-            return found
-        w = self.tables.writes.c
-        query = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
-            w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
-        )
-        ns_by_key = (
-            _maintenance.ns_by_key(keys)
-            if "checkpoint_ns_full" in self.tables.checkpoints.c
-            else None
-        )
-        return cast(
-            _maintenance.WriteKeys,
-            self.tables.run(
-                lambda conn: _maintenance.counted(conn.execute(query), wanted, ns_by_key)
-            ),
-        )
-
-    def read(
-        self, thread_id: str, ns: str, checkpoint_id: str
-    ) -> tuple[CheckpointTuple, list[PendingWrite]]:
-        tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
-        if tup is None:
-            raise LookupError(f"checkpoint {thread_id}/{ns!r}/{checkpoint_id} vanished")
-        if self.tables is None:
-            pending = [PendingWrite(t, "", ch, None, v) for t, ch, v in tup.pending_writes or []]
-            return tup, pending
-        w = self.tables.writes.c
-        has_path = "task_path" in w
-        query = select(
-            w.task_id,
-            w.task_path if has_path else w.task_id.label("task_path"),
-            w.idx,
-            w.channel,
-            w.type,
-            w[self.tables.value_column],
-        ).where(w.thread_id == thread_id, w.checkpoint_ns == ns, w.checkpoint_id == checkpoint_id)
-        rows = self.tables.run(lambda conn: conn.execute(query).all())
-        serde = self.saver.serde
-        pending = [
-            PendingWrite(
-                str(task_id),
-                str(path) if has_path and path is not None else "",
-                str(channel),
-                int(idx),
-                serde.loads_typed((str(type_), bytes(blob) if blob is not None else b"")),
-            )
-            for task_id, path, idx, channel, type_, blob in rows
-        ]
-        pending.sort(key=lambda p: (p.task_path, p.task_id, p.idx or 0))
-        return tup, pending
-
-
-def _thread_config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
-
-
-#: Checkpoints (or thread ids) per verification query: bounds memory and the size of
-#: each ``IN`` list.
-_BATCH = 500
-
-
-def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), _BATCH):
-        yield items[start : start + _BATCH]
-
-
 def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -> list[str]:
     """The ids among ``thread_ids`` of threads without any checkpoint in ``saver``.
 
@@ -420,60 +142,7 @@ def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) 
     Returns:
         The unknown ids, in the order given (empty when every thread exists).
     """
-    return _Reader(saver).missing([str(t) for t in thread_ids])
-
-
-@contextmanager
-def _engine(url: Any) -> Iterator[Engine]:
-    # Plain engine, no WAL switch or write options: it only reads, maybe a read-only file.
-    engine = create_engine(url, poolclass=NullPool)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-def _reflect(engine: Engine, names: Iterable[str]) -> dict[str, Table]:
-    md = MetaData()
-    with engine.connect() as conn:
-        return {n: Table(n, md, autoload_with=conn) for n in names}
-
-
-def _detect(table_names: set[str], dialect: str, kind: SourceKind) -> str:
-    found = []
-    if table_names >= _OUR_TABLES:
-        found.append("sqlalchemy")
-    if dialect == "sqlite" and table_names >= _SQLITE_TABLES:
-        found.append("sqlite")
-    if dialect == "postgresql" and table_names >= _POSTGRES_TABLES:
-        found.append("postgres")
-    if kind != "auto":
-        if kind not in found:
-            raise UnknownSourceError(
-                f"no tables of a {kind!r} checkpoint store found (tables present: "
-                f"{', '.join(sorted(table_names)) or 'none'})."
-            )
-        return kind
-    if not found:
-        raise UnknownSourceError(
-            "no checkpoint tables found: expected ours (lgsa_checkpoints, ...), an "
-            "official SqliteSaver file (checkpoints, writes) or an official PostgresSaver "
-            "database (checkpoints, checkpoint_blobs, checkpoint_writes); tables present: "
-            f"{', '.join(sorted(table_names)) or 'none'}."
-        )
-    if len(found) > 1:
-        raise UnknownSourceError(
-            f"several checkpoint stores found ({', '.join(found)}): say which one to read "
-            "(kind=..., or --from-kind on the command line)."
-        )
-    return found[0]
-
-
-def _missing_extra(package: str, exc: ImportError) -> ImportError:
-    return ImportError(
-        f"reading this database needs {package}: pip install {package} (or the "
-        f"'bench' extra of langgraph-checkpoint-sqlalchemy). ({exc})"
-    )
+    return Reader(saver).missing([str(t) for t in thread_ids])
 
 
 @contextmanager
@@ -509,77 +178,22 @@ def open_source(
             which to install).
         UnsupportedDialectError: Not a SQLite or PostgreSQL URL, nor MySQL for ours.
     """
-    sync_url = resolve_urls(url).sync
-    path = ""
-    if sync_url.get_backend_name() == "sqlite":
-        path = sync_url.database or ""
-        if not path or path == ":memory:" or path.startswith("file:"):
-            raise UnknownSourceError(f"{url!r}: give the path of an existing SQLite file.")
-        if not os.path.isfile(path):
-            raise UnknownSourceError(f"no such SQLite file: {path}")
-        # Read-only, so that opening a file that is not a checkpoint store creates nothing.
-        sync_url = make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
-    with _engine(sync_url) as engine:
-        insp = inspect(engine)
-        names = set(insp.get_table_names(schema=schema))
-        found = _detect(names, engine.dialect.name, kind)
-        if found == "sqlalchemy":
-            with SQLAlchemySaver.from_conn_string(url, schema=schema) as saver:
-                yield saver
-            return
-        if found == "sqlite":
-            try:
-                from langgraph.checkpoint.sqlite import SqliteSaver
-            except ImportError as e:
-                raise _missing_extra("langgraph-checkpoint-sqlite", e) from e
-
-            conn = sqlite3.connect(
-                f"file:{quote(path)}?mode=ro",
-                uri=True,
-                check_same_thread=False,
-            )
-            try:
-                tables = _reflect(engine, ["checkpoints", "writes"])
-                yield Source(
-                    SqliteSaver(conn),
-                    "sqlite",
-                    engine,
-                    tables["checkpoints"],
-                    tables["writes"],
-                    "value",
-                )
-            finally:
-                conn.close()
-            return
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-        except ImportError as e:
-            raise _missing_extra("langgraph-checkpoint-postgres", e) from e
-        libpq = sync_url.set(drivername="postgresql").render_as_string(hide_password=False)
-        with PostgresSaver.from_conn_string(libpq) as pg_saver:
-            tables = _reflect(engine, ["checkpoints", "checkpoint_writes"])
-            yield Source(
-                pg_saver,
-                "postgres",
-                engine,
-                tables["checkpoints"],
-                tables["checkpoint_writes"],
-                "blob",
-            )
+    with open_saver(url, kind=kind, schema=schema) as saver:
+        yield saver
 
 
 # -- writing to our saver ---------------------------------------------------------------
 
 
 def _verify(
-    reader: _Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
+    reader: Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
 ) -> Mismatch | None:
     """Check that every checkpoint of ``keys`` and each of its pending writes is in the
     target, by key, 500 checkpoints at a time. Extra checkpoints or writes in the target
     (a thread that moved on after an earlier copy) are fine."""
     missing_checkpoints = missing_writes = 0
     first = ""
-    for batch in _batches(keys):
+    for batch in batches(keys):
         present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
         source_writes = reader.write_keys(thread_id, batch)
         lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
@@ -625,7 +239,7 @@ def _store(
 # -- copy ---------------------------------------------------------------------------------
 
 
-def _chosen_threads(reader: _Reader, thread_ids: Sequence[str] | None) -> list[str]:
+def _chosen_threads(reader: Reader, thread_ids: Sequence[str] | None) -> list[str]:
     if thread_ids is None:
         return reader.threads()
     if isinstance(thread_ids, (str, bytes)):
@@ -638,7 +252,7 @@ def count_checkpoints(
 ) -> int:
     """Checkpoints of the chosen threads (None: all) in ``source``, every namespace: the
     total for a progress bar of :func:`copy_threads`."""
-    reader = _Reader(source)
+    reader = Reader(source)
     return sum(len(reader.keys(t)) for t in _chosen_threads(reader, thread_ids))
 
 
@@ -681,7 +295,7 @@ def copy_threads(
         CheckpointConfigError: A checkpoint id or channel name unfit for our tables (the
             thread's checkpoints before it are stored; re-run after fixing the source).
     """
-    reader = _Reader(source)
+    reader = Reader(source)
     threads = _chosen_threads(reader, thread_ids)
     report = CopyReport()
     handled = 0
@@ -726,18 +340,6 @@ def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
 # -- export / import ------------------------------------------------------------------------
 
 
-def _encode(serde: SerializerProtocol, value: Any) -> dict[str, str]:
-    type_, data = serde.dumps_typed(value)
-    return {"type": type_, "data": base64.b64encode(data or b"").decode("ascii")}
-
-
-def _decode(serde: SerializerProtocol, doc: Any) -> Any:
-    if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):
-        raise ValueError("a value must be {'type': str, 'data': base64}")
-    data = base64.b64decode(str(doc.get("data", "")), validate=True)
-    return serde.loads_typed((doc["type"], data))
-
-
 def export_threads(
     saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None, fp: IO[str]
 ) -> ExportReport:
@@ -761,109 +363,17 @@ def export_threads(
     Returns:
         Counts of what was written.
     """
-    reader = _Reader(saver)
+    reader = Reader(saver)
     threads = _chosen_threads(reader, thread_ids)
     report = ExportReport(threads=len(threads))
-    serde = saver.serde
-    fp.write(json.dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION}) + "\n")
+    fp.write(_jsonl.header_line())
     for thread_id in threads:
         for ns, checkpoint_id in reader.keys(thread_id):
             tup, pending = reader.read(thread_id, ns, checkpoint_id)
-            parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-            record = {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint_id,
-                "parent_checkpoint_id": parent,
-                "metadata": tup.metadata,
-                "checkpoint": _encode(serde, tup.checkpoint),
-                "pending_writes": [
-                    {
-                        "task_id": w.task_id,
-                        "task_path": w.task_path,
-                        "channel": w.channel,
-                        "idx": w.idx,
-                        "value": _encode(serde, w.value),
-                    }
-                    for w in pending
-                ],
-            }
-            fp.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            fp.write(_jsonl.record_line(saver.serde, thread_id, ns, checkpoint_id, tup, pending))
             report.checkpoints += 1
             report.writes += len(pending)
     return report
-
-
-def _text_lines(fp: IO[str]) -> Iterator[tuple[str, int]]:
-    """``(line, number)`` of a text file; a file that is not text (not UTF-8) is an
-    :class:`ExportFormatError` naming the line, not a ``UnicodeDecodeError``."""
-    number = 1
-    while True:
-        try:
-            line = fp.readline()
-        except UnicodeDecodeError as e:
-            raise ExportFormatError(
-                f"line {number}: not UTF-8 text ({e.reason}): not an export of "
-                "langgraph-checkpoint-sqlalchemy"
-            ) from None
-        if not line:
-            return
-        yield line, number
-        number += 1
-
-
-def _check_header(line: str) -> None:
-    try:
-        header = json.loads(line) if line.strip() else None
-    except json.JSONDecodeError:
-        header = None
-    if not isinstance(header, dict) or "format" not in header:
-        raise ExportFormatError(
-            f"line 1: not an export of langgraph-checkpoint-sqlalchemy (expected a first "
-            f'line {{"format": "{EXPORT_FORMAT}", "version": {EXPORT_VERSION}}}).'
-        )
-    if header.get("format") != EXPORT_FORMAT:
-        raise ExportFormatError(
-            f"line 1: unknown export format {header.get('format')!r}; expected {EXPORT_FORMAT!r}."
-        )
-    if header.get("version") != EXPORT_VERSION:
-        raise ExportFormatError(
-            f"line 1: export version {header.get('version')!r} is not supported by this "
-            f"version of langgraph-checkpoint-sqlalchemy (it reads version {EXPORT_VERSION})."
-        )
-
-
-def _parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any, ...]:
-    try:
-        rec = json.loads(line)
-        thread_id = rec["thread_id"]
-        ns = rec["checkpoint_ns"]
-        checkpoint_id = rec["checkpoint_id"]
-        parent = rec.get("parent_checkpoint_id")
-        metadata = rec["metadata"]
-        if not all(isinstance(v, str) for v in (thread_id, ns, checkpoint_id)):
-            raise ValueError("thread_id, checkpoint_ns and checkpoint_id must be strings")
-        if parent is not None and not isinstance(parent, str):
-            raise ValueError("parent_checkpoint_id must be a string or null")
-        if not isinstance(metadata, dict):
-            raise ValueError("metadata must be an object")
-        checkpoint = _decode(serde, rec["checkpoint"])
-        if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
-            raise ValueError("checkpoint does not decode to the checkpoint named by the line")
-        pending = [
-            PendingWrite(
-                str(w["task_id"]),
-                str(w.get("task_path") or ""),
-                str(w["channel"]),
-                None if w.get("idx") is None else int(w["idx"]),
-                _decode(serde, w["value"]),
-            )
-            for w in rec.get("pending_writes") or []
-        ]
-    except (KeyError, TypeError, ValueError, binascii.Error) as e:
-        detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-        raise ExportFormatError(f"line {number}: not a checkpoint record ({detail}).") from e
-    return thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending
 
 
 def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
@@ -886,14 +396,14 @@ def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
         ExportFormatError: Not an export file, an unknown format or version, or a bad
             line (checkpoints before that line are imported).
     """
-    lines = _text_lines(fp)
-    _check_header(next(lines, ("", 1))[0])
+    lines = _jsonl.text_lines(fp)
+    _jsonl.check_header(next(lines, ("", 1))[0])
     report = ImportReport()
     existing: dict[str, set[tuple[str, str]]] = {}
     for line, number in lines:
         if not line.strip():
             continue
-        thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = _parse_record(
+        thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = _jsonl.parse_record(
             saver.serde, line, number
         )
         if thread_id not in existing:

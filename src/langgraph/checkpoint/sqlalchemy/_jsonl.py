@@ -1,0 +1,167 @@
+"""The versioned JSON lines file of :func:`.transfer.export_threads` and
+:func:`.transfer.import_threads`: its header, its checkpoint records, and the
+``{"type": ..., "data": base64}`` encoding of serialised values.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ._codec import PendingWrite
+from .errors import ExportFormatError
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "check_header",
+    "header_line",
+    "parse_record",
+    "record_line",
+    "text_lines",
+]
+
+#: ``format`` of the first line of an export file.
+EXPORT_FORMAT = "langgraph-checkpoint-sqlalchemy/jsonl"
+#: ``version`` of the export format written by :func:`export_threads`.
+EXPORT_VERSION = 1
+
+
+def _encode(serde: SerializerProtocol, value: Any) -> dict[str, str]:
+    type_, data = serde.dumps_typed(value)
+    return {"type": type_, "data": base64.b64encode(data or b"").decode("ascii")}
+
+
+def _decode(serde: SerializerProtocol, doc: Any) -> Any:
+    if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):
+        raise ValueError("a value must be {'type': str, 'data': base64}")
+    data = base64.b64decode(str(doc.get("data", "")), validate=True)
+    return serde.loads_typed((doc["type"], data))
+
+
+def header_line() -> str:
+    """The first line of an export file: its format and version."""
+    return json.dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION}) + "\n"
+
+
+def record_line(
+    serde: SerializerProtocol,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    tup: CheckpointTuple,
+    pending: Sequence[PendingWrite],
+) -> str:
+    """The line of one checkpoint and its pending writes, values through ``serde``."""
+    parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    record = {
+        "thread_id": thread_id,
+        "checkpoint_ns": ns,
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": parent,
+        "metadata": tup.metadata,
+        "checkpoint": _encode(serde, tup.checkpoint),
+        "pending_writes": [
+            {
+                "task_id": w.task_id,
+                "task_path": w.task_path,
+                "channel": w.channel,
+                "idx": w.idx,
+                "value": _encode(serde, w.value),
+            }
+            for w in pending
+        ],
+    }
+    return json.dumps(record, ensure_ascii=False, default=str) + "\n"
+
+
+def text_lines(fp: IO[str]) -> Iterator[tuple[str, int]]:
+    """``(line, number)`` of a text file; a file that is not text (not UTF-8) is an
+    :class:`ExportFormatError` naming the line, not a ``UnicodeDecodeError``."""
+    number = 1
+    while True:
+        try:
+            line = fp.readline()
+        except UnicodeDecodeError as e:
+            raise ExportFormatError(
+                f"line {number}: not UTF-8 text ({e.reason}): not an export of "
+                "langgraph-checkpoint-sqlalchemy"
+            ) from None
+        if not line:
+            return
+        yield line, number
+        number += 1
+
+
+def check_header(line: str) -> None:
+    """Check the first line of an export file.
+
+    Raises:
+        ExportFormatError: Not a header, or an unknown format or version.
+    """
+    try:
+        header = json.loads(line) if line.strip() else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or "format" not in header:
+        raise ExportFormatError(
+            f"line 1: not an export of langgraph-checkpoint-sqlalchemy (expected a first "
+            f'line {{"format": "{EXPORT_FORMAT}", "version": {EXPORT_VERSION}}}).'
+        )
+    if header.get("format") != EXPORT_FORMAT:
+        raise ExportFormatError(
+            f"line 1: unknown export format {header.get('format')!r}; expected {EXPORT_FORMAT!r}."
+        )
+    if header.get("version") != EXPORT_VERSION:
+        raise ExportFormatError(
+            f"line 1: export version {header.get('version')!r} is not supported by this "
+            f"version of langgraph-checkpoint-sqlalchemy (it reads version {EXPORT_VERSION})."
+        )
+
+
+def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any, ...]:
+    """Line ``number`` of an export file, values decoded with ``serde``.
+
+    Returns:
+        ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata,
+        checkpoint, pending_writes)``, the writes as :class:`._codec.PendingWrite`.
+
+    Raises:
+        ExportFormatError: Not a checkpoint record (the message gives the line number).
+    """
+    try:
+        rec = json.loads(line)
+        thread_id = rec["thread_id"]
+        ns = rec["checkpoint_ns"]
+        checkpoint_id = rec["checkpoint_id"]
+        parent = rec.get("parent_checkpoint_id")
+        metadata = rec["metadata"]
+        if not all(isinstance(v, str) for v in (thread_id, ns, checkpoint_id)):
+            raise ValueError("thread_id, checkpoint_ns and checkpoint_id must be strings")
+        if parent is not None and not isinstance(parent, str):
+            raise ValueError("parent_checkpoint_id must be a string or null")
+        if not isinstance(metadata, dict):
+            raise ValueError("metadata must be an object")
+        checkpoint = _decode(serde, rec["checkpoint"])
+        if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
+            raise ValueError("checkpoint does not decode to the checkpoint named by the line")
+        pending = [
+            PendingWrite(
+                str(w["task_id"]),
+                str(w.get("task_path") or ""),
+                str(w["channel"]),
+                None if w.get("idx") is None else int(w["idx"]),
+                _decode(serde, w["value"]),
+            )
+            for w in rec.get("pending_writes") or []
+        ]
+    except (KeyError, TypeError, ValueError, binascii.Error) as e:
+        detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+        raise ExportFormatError(f"line {number}: not a checkpoint record ({detail}).") from e
+    return thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending
