@@ -31,6 +31,12 @@ from ._maintenance import ThreadInfo
 
 __all__ = ["Plans"]
 
+# Short names of the contract's parameter types, for the plans' signatures.
+Config = RunnableConfig
+Meta = CheckpointMetadata
+Versions = ChannelVersions
+Writes = Sequence[PendingWrite] | None
+
 
 class Plans:
     """The plans of one saver's methods.
@@ -57,14 +63,10 @@ class Plans:
         return self.codec.to_tuple(rec) if rec is not None else None
 
     def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        writes: Sequence[PendingWrite] | None = None,
+        self, config: Config, cp: Checkpoint, meta: Meta, versions: Versions, writes: Writes = None
     ) -> Plan[RunnableConfig]:
-        rows, stored = self.codec.put_rows(config, checkpoint, metadata, new_versions)
+        """``put`` (``writes`` None) or ``put_with_writes`` (``writes`` given)."""
+        rows, stored = self.codec.put_rows(config, cp, meta, versions)
         if writes is not None:
             # transfer: the writes in the same transaction, no conflict check.
             rows = rows._replace(writes=self.codec.pending_rows(stored, writes))
