@@ -23,7 +23,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .dialects import DIALECTS, QueryBuilder
-from .dialects.sqlite import MEMDB_PREFIX
+from .dialects.sqlite import MEMDB_PREFIX, SQLITE_URL_FORMS, check_file
 from .errors import (
     DatabaseURLError,
     DriverNotInstalledError,
@@ -58,14 +58,6 @@ def url_from_env() -> str:
         :data:`DEFAULT_URL`.
     """
     return os.environ.get(URL_ENV) or DEFAULT_URL
-
-
-#: The URL forms of a SQLite database, quoted by every refusal of one.
-SQLITE_URL_FORMS = (
-    "valid forms: sqlite:///relative.db (three slashes: a path relative to the working "
-    "directory), sqlite:////abs/path.db (four: an absolute path), a bare file path, or "
-    ":memory: (also sqlite:// and sqlite:///:memory:) for an in-memory database"
-)
 
 
 @dataclass(frozen=True)
@@ -150,7 +142,7 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
                     f"{text!r} looks like a URL without '//' after its scheme; "
                     f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
                 )
-            path = _sqlite_file(os.path.abspath(os.path.expanduser(text)))
+            path = check_file(os.path.abspath(os.path.expanduser(text)))
             url = URL.create("sqlite+pysqlite", database=path)
             return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
         text = _unalias(text)
@@ -169,23 +161,8 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             f"Unsupported database URL scheme {url.drivername!r}: use sqlite://, "
             "postgresql:// or mysql:// (mariadb://)."
         )
-    if backend == "sqlite":
-        if url.host or url.port or url.username or url.password:
-            # SQLAlchemy's pysqlite refuses these at connect; the part after '//' is a host
-            where = url.render_as_string(hide_password=True)
-            raise DatabaseURLError(
-                f"{where!r} is not a SQLite URL: the text after 'sqlite://' is read as a "
-                f"host, not a file (SQLAlchemy refuses it); {SQLITE_URL_FORMS}"
-            )
-        if url.database == "":
-            raise DatabaseURLError(
-                f"'sqlite:///' names no file (SQLAlchemy would open an in-memory database "
-                f"and lose it at exit); {SQLITE_URL_FORMS}"
-            )
-        if url.database in (None, ":memory:"):
-            return _memory_urls()
-        if not url.query.get("uri") and not url.database.startswith("file:"):
-            _sqlite_file(url.database)
+    if dialect.check_url(url):
+        return _memory_urls()
     sync_driver, async_driver, async_missing = _pick_drivers(dialect, driver, url.drivername)
     defaults = {k: v for k, v in dialect.url_query.items() if k not in url.query}
     if defaults:
@@ -195,23 +172,6 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         url.set(drivername=f"{backend}+{async_driver}"),
         async_missing=async_missing,
     )
-
-
-def _sqlite_file(path: str) -> str:
-    """``path`` unless it is a directory (SQLite would fail at the first connection with
-    "unable to open database file"). A missing directory is not refused: it may be made
-    before the first connection.
-
-    Raises:
-        DatabaseURLError: ``path`` is a directory.
-    """
-    full = os.path.abspath(path)
-    if os.path.isdir(full):
-        raise DatabaseURLError(
-            f"{full} is a directory, not a SQLite database file; name a file in it, e.g. "
-            f"sqlite:///{os.path.join(full, 'checkpoints.sqlite')}"
-        )
-    return path
 
 
 def _scheme_without_slashes(text: str) -> bool:

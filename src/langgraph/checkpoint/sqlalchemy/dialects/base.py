@@ -86,6 +86,26 @@ class QueryBuilder(ABC):
     thread_lock_uses_connection: ClassVar[bool]
 
     @classmethod
+    def check_url(cls, url: URL) -> bool:
+        """Check a URL of the family beyond what SQLAlchemy checks at parse time.
+
+        Called by :func:`langgraph.checkpoint.sqlalchemy._engines.resolve_urls`. The
+        default accepts every URL.
+
+        Args:
+            url: The parsed URL (scheme aliases already rewritten).
+
+        Returns:
+            True when the URL names an in-memory database, which the saver then makes
+            once and shares between its sync and async engines; False otherwise.
+
+        Raises:
+            DatabaseURLError: A URL SQLAlchemy would accept but read otherwise than it
+                looks (the message lists the valid forms).
+        """
+        return False
+
+    @classmethod
     def configure(cls, engine: Engine) -> None:
         """Install the dialect's connection set-up on a sync engine (idempotent).
 

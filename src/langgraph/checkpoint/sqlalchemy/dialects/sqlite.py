@@ -36,13 +36,38 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
+from ..errors import DatabaseURLError
 from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
 
-__all__ = ["MEMDB_PREFIX", "SQLiteQueryBuilder"]
+__all__ = ["MEMDB_PREFIX", "SQLITE_URL_FORMS", "SQLiteQueryBuilder", "check_file"]
 
 #: Start of the names of the saver's shared in-memory databases (``memdb`` VFS; see
 #: ``_engines.resolve_urls``).
 MEMDB_PREFIX = "file:/lgsa-"
+
+#: The URL forms of a SQLite database, quoted by every refusal of one.
+SQLITE_URL_FORMS = (
+    "valid forms: sqlite:///relative.db (three slashes: a path relative to the working "
+    "directory), sqlite:////abs/path.db (four: an absolute path), a bare file path, or "
+    ":memory: (also sqlite:// and sqlite:///:memory:) for an in-memory database"
+)
+
+
+def check_file(path: str) -> str:
+    """``path`` unless it is a directory (SQLite would fail at the first connection with
+    "unable to open database file"). A missing directory is not refused: it may be made
+    before the first connection.
+
+    Raises:
+        DatabaseURLError: ``path`` is a directory.
+    """
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise DatabaseURLError(
+            f"{full} is a directory, not a SQLite database file; name a file in it, e.g. "
+            f"sqlite:///{os.path.join(full, 'checkpoints.sqlite')}"
+        )
+    return path
 
 
 class SQLiteQueryBuilder(QueryBuilder):
@@ -56,6 +81,29 @@ class SQLiteQueryBuilder(QueryBuilder):
         "aiosqlite": ("aiosqlite", 'pip install "langgraph-checkpoint-sqlalchemy"'),
     }
     extra = 'pip install "langgraph-checkpoint-sqlalchemy"'
+
+    @classmethod
+    def check_url(cls, url: URL) -> bool:
+        """Refuse what pysqlite would read otherwise than it looks: a host (the text after
+        ``sqlite://`` is a host, not a file), ``sqlite:///`` (no file: SQLAlchemy would
+        open an in-memory database and lose it at exit), a directory. ``sqlite://`` and
+        ``sqlite:///:memory:`` are SQLAlchemy's spellings of an in-memory database."""
+        if url.host or url.port or url.username or url.password:
+            where = url.render_as_string(hide_password=True)
+            raise DatabaseURLError(
+                f"{where!r} is not a SQLite URL: the text after 'sqlite://' is read as a "
+                f"host, not a file (SQLAlchemy refuses it); {SQLITE_URL_FORMS}"
+            )
+        if url.database == "":
+            raise DatabaseURLError(
+                f"'sqlite:///' names no file (SQLAlchemy would open an in-memory database "
+                f"and lose it at exit); {SQLITE_URL_FORMS}"
+            )
+        if url.database in (None, ":memory:"):
+            return True
+        if not url.query.get("uri") and not url.database.startswith("file:"):
+            check_file(url.database)
+        return False
 
     #: True: aiosqlite runs every statement in a thread of its own and hops back to the
     #: event loop after each, so an operation of four statements (BEGIN, two statements,
