@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
@@ -36,7 +36,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _maintenance, _ops, _strict
 from ._canonical import canonical_json
-from ._loops import Access, Call
 from .errors import CheckpointConfigError, CheckpointDecodeError, CheckpointMetadataError
 from .schema import (
     CHANNEL_MAX_LENGTH,
@@ -627,49 +626,3 @@ def _thread_where(config: RunnableConfig) -> list[ColumnElement[bool]]:
     if checkpoint_id:
         where.append(checkpoints.c.checkpoint_id == checkpoint_id)
     return where
-
-
-class Pages:
-    """The pages of one ``list()`` call: iterating gives the call that fetches the next
-    page, :meth:`decoded` the checkpoints of a fetched page, until done or ``limit``.
-
-    Args:
-        codec: Decodes the records.
-        query: The listing's conditions.
-        limit: Most checkpoints listed, None for all.
-        size: Checkpoints a page.
-
-    Raises:
-        ValueError: ``limit`` negative or not an int.
-    """
-
-    def __init__(self, codec: Codec, query: _ops.ListQuery, limit: int | None, size: int) -> None:
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
-        self.codec = codec
-        self.query = query
-        self.size = size
-        self.remaining = limit
-        self.cursor: _ops.CheckpointKey | None = None
-        self.done = limit == 0
-
-    def _requested(self) -> int:
-        return self.size if self.remaining is None else min(self.size, self.remaining)
-
-    def __iter__(self) -> Iterator[Call]:
-        while not self.done:
-            args = (self.codec.st, self.query, self.cursor, self._requested())
-            yield Access.READ, _ops.list_page, args
-
-    def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
-        """Take a fetched page (moving the cursor past it) and decode its records lazily,
-        skipping (and logging) those that cannot be decoded."""
-        requested = self._requested()
-        if self.remaining is not None:
-            self.remaining -= len(page)
-        if len(page) < requested or self.remaining == 0:
-            self.done = True
-        elif page:
-            last = page[-1].row
-            self.cursor = (last.thread_id, last.checkpoint_ns, last.checkpoint_id)
-        return (tup for rec in page if (tup := self.codec.listed(rec)) is not None)

@@ -5,13 +5,14 @@ A plan is a generator (:data:`._loops.Plan`) that checks and encodes a call's ar
 (operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`), receives what it
 returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
 engine, ``Runner.adrive`` on the async one: the method's logic is written once here, and
-the saver's two doors only differ in how they run it.
+the saver's two doors only differ in how they run it. :class:`Pages` is the plan of
+``list()``, which yields checkpoints page by page instead of returning once.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -26,10 +27,10 @@ from langgraph.checkpoint.base import (
 
 from . import _codec, _history, _maintenance, _ops
 from ._codec import PendingWrite
-from ._loops import Access, Plan
+from ._loops import Access, Call, Plan
 from ._maintenance import ThreadInfo
 
-__all__ = ["Plans"]
+__all__ = ["Pages", "Plans"]
 
 # Short names of the contract's parameter types, for the plans' signatures.
 Config = RunnableConfig
@@ -146,3 +147,51 @@ class Plans:
         key = _codec.thread(thread_id) if thread_id is not None else None
         stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)
         return stats
+
+
+class Pages:
+    """The pages of one ``list()`` call: iterating gives the call that fetches the next
+    page, :meth:`decoded` the checkpoints of a fetched page, until done or ``limit``.
+
+    Args:
+        codec: Decodes the records.
+        query: The listing's conditions.
+        limit: Most checkpoints listed, None for all.
+        size: Checkpoints a page.
+
+    Raises:
+        ValueError: ``limit`` negative or not an int.
+    """
+
+    def __init__(
+        self, codec: _codec.Codec, query: _ops.ListQuery, limit: int | None, size: int
+    ) -> None:
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+        self.codec = codec
+        self.query = query
+        self.size = size
+        self.remaining = limit
+        self.cursor: _ops.CheckpointKey | None = None
+        self.done = limit == 0
+
+    def _requested(self) -> int:
+        return self.size if self.remaining is None else min(self.size, self.remaining)
+
+    def __iter__(self) -> Iterator[Call]:
+        while not self.done:
+            args = (self.codec.st, self.query, self.cursor, self._requested())
+            yield Access.READ, _ops.list_page, args
+
+    def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
+        """Take a fetched page (moving the cursor past it) and decode its records lazily,
+        skipping (and logging) those that cannot be decoded."""
+        requested = self._requested()
+        if self.remaining is not None:
+            self.remaining -= len(page)
+        if len(page) < requested or self.remaining == 0:
+            self.done = True
+        elif page:
+            last = page[-1].row
+            self.cursor = (last.thread_id, last.checkpoint_ns, last.checkpoint_id)
+        return (tup for rec in page if (tup := self.codec.listed(rec)) is not None)

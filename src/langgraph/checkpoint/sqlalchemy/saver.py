@@ -687,6 +687,6 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
     def _pages(
         self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
-    ) -> _codec.Pages:
+    ) -> _plans.Pages:
         query = self._codec.list_query(config, filter, before)
-        return _codec.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
+        return _plans.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
