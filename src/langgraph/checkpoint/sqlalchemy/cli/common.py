@@ -35,7 +35,7 @@ from sqlalchemy.pool import NullPool
 
 from .. import errors, migrate
 from .._engines import EngineURLs, configure_engine, resolve_urls
-from ..dialects import WRITE_OPTION
+from ..dialects import DIALECTS, WRITE_OPTION
 from ..saver import SQLAlchemySaver
 from ..transfer import missing_threads
 
@@ -201,20 +201,15 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
         ) from e
 
 
-def _sqlite_file(url: str, option: str) -> str | None:
-    """The absolute path of the SQLite file ``url`` names; None for another database, an
-    in-memory one or a ``file:`` URI (their paths are SQLite's to read).
+def _database_file(url: str, option: str) -> str | None:
+    """The absolute path of the file ``url``'s database lives in (a SQLite file); None for a
+    server database, an in-memory one or a ``file:`` URI (its path is SQLite's to read).
 
     Raises:
         CommandError: A bad URL (exit code 2).
     """
     sync = resolve(url, option).sync
-    if sync.get_backend_name() != "sqlite" or sync.query.get("uri"):
-        return None
-    path = sync.database or ""
-    if not path or path == ":memory:" or path.startswith("file:"):
-        return None
-    return os.path.abspath(path)
+    return DIALECTS[sync.get_backend_name()].database_file(sync)
 
 
 def require_database(url: str, option: str = "--url") -> None:
@@ -224,7 +219,7 @@ def require_database(url: str, option: str = "--url") -> None:
     Raises:
         CommandError: No file at the path (exit code 1), or a bad URL (2).
     """
-    path = _sqlite_file(url, option)
+    path = _database_file(url, option)
     if path is not None and not os.path.exists(path):
         raise CommandError(
             f"no database at {path} ({option} {masked(url)}): nothing was "
@@ -241,7 +236,7 @@ def require_folder(url: str, option: str = "--url") -> None:
     Raises:
         CommandError: No such directory (exit code 1), or a bad URL (2).
     """
-    path = _sqlite_file(url, option)
+    path = _database_file(url, option)
     if path is not None and not os.path.isdir(os.path.dirname(path)):
         raise CommandError(
             f"no directory {os.path.dirname(path)} for the SQLite database {path} "
@@ -352,18 +347,11 @@ _NOT_FOUND: tuple[type[BaseException], ...] = (
 )
 
 #: Driver module -> what to install.
+# What to install for a driver module a raw ImportError names: the dialects' own hints.
 _DRIVERS = {
-    "psycopg": '"langgraph-checkpoint-sqlalchemy[postgres]"',
-    "psycopg2": "psycopg2-binary",
-    "pg8000": "pg8000",
-    "asyncpg": "asyncpg",
-    "pymysql": '"langgraph-checkpoint-sqlalchemy[mysql]"',
-    "asyncmy": '"langgraph-checkpoint-sqlalchemy[mysql]"',
-    "aiomysql": "aiomysql",
-    "MySQLdb": "mysqlclient",
-    "mariadb": "mariadb",
-    "mysql": "mysql-connector-python",
-    "aiosqlite": "aiosqlite",
+    module.partition(".")[0]: install
+    for dialect in DIALECTS.values()
+    for module, install in dialect.driver_modules.values()
 }
 
 
@@ -396,7 +384,7 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
         if module in _DRIVERS:
             return (
                 f"the database driver {module!r} named by the URL is not installed. Install "
-                f"it: pip install {_DRIVERS[module]}",
+                f"it: {_DRIVERS[module]}",
                 2,
             )
         return f"{_end(e)} Install the missing package", 2

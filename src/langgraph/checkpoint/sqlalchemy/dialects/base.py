@@ -106,6 +106,21 @@ class QueryBuilder(ABC):
         return False
 
     @classmethod
+    def database_file(cls, url: URL) -> str | None:
+        """The absolute path of the file a URL's database lives in, for tools that must
+        not create a database by reading one (the CLI's read-only commands).
+
+        Args:
+            url: A URL :func:`~langgraph.checkpoint.sqlalchemy._engines.resolve_urls`
+                returned.
+
+        Returns:
+            The path, or None for a server database (the default), an in-memory one or
+            one whose location is the driver's to read.
+        """
+        return None
+
+    @classmethod
     def configure(cls, engine: Engine) -> None:
         """Install the dialect's connection set-up on a sync engine (idempotent).
 

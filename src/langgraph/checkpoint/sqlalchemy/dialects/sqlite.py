@@ -83,6 +83,15 @@ class SQLiteQueryBuilder(QueryBuilder):
     extra = 'pip install "langgraph-checkpoint-sqlalchemy"'
 
     @classmethod
+    def database_file(cls, url: URL) -> str | None:
+        """The file of ``sqlite:///path``; None for an in-memory database or a ``file:``
+        URI (``uri=true``: its path is SQLite's to read)."""
+        path = url.database or ""
+        if url.query.get("uri") or not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        return os.path.abspath(path)
+
+    @classmethod
     def check_url(cls, url: URL) -> bool:
         """Refuse what pysqlite would read otherwise than it looks: a host (the text after
         ``sqlite://`` is a host, not a file), ``sqlite:///`` (no file: SQLAlchemy would
