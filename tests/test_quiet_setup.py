@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
@@ -35,3 +36,29 @@ async def test_setup_is_quiet(
         assert [str(w.message) for w in caught] == []
     finally:
         await saver.aclose()
+
+
+def test_setup_of_an_up_to_date_database_is_one_query(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    """A short-lived saver on an existing database pays one version query in setup():
+    no Alembic environment, no table check, no migration lock."""
+    args = new_saver_args(backend, request, tmp_path)
+    first = SQLAlchemySaver.from_conn_string(**args)
+    first.setup()
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if statement.split(None, 1)[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK"):
+            statements.append(statement)
+
+    saver = first if backend == "sqlite-memory" else SQLAlchemySaver.from_conn_string(**args)
+    event.listen(saver.engine, "before_cursor_execute", seen)
+    try:
+        saver.setup()
+    finally:
+        event.remove(saver.engine, "before_cursor_execute", seen)
+        saver.close()
+        first.close()
+    assert len(statements) == 1, statements
+    assert "lgsa_alembic_version" in statements[0]

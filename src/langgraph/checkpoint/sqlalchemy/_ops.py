@@ -12,6 +12,7 @@ SQLAlchemy's compiled-statement cache serves every call.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -137,6 +138,32 @@ class Statements:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
             self._writes_in[len(keys)] = stmt
         return conn.execute(stmt, self.qb.keys_params(keys))
+
+
+_SHARED: dict[type[QueryBuilder], Statements] = {}
+
+
+def statements_for(qb: QueryBuilder) -> Statements:
+    """The saver's :class:`Statements`, their constructs built once per dialect.
+
+    The constructs depend only on the builder's class (its dialect family), never on a
+    saver's engine or schema (the schema is an execution option), so the savers of one
+    dialect share them: a short-lived saver does not rebuild them (about 2 ms), and
+    SQLAlchemy's compiled cache, keyed by construct, serves all of them. ``qb`` stays the
+    saver's own: it holds per-server facts (MySQL's packet limit).
+
+    Args:
+        qb: The saver's query builder.
+
+    Returns:
+        Statements whose :attr:`~Statements.qb` is ``qb``.
+    """
+    shared = _SHARED.get(type(qb))
+    if shared is None:
+        shared = _SHARED.setdefault(type(qb), Statements(qb))
+    st = copy.copy(shared)
+    st.qb = qb
+    return st
 
 
 def _with_writes(checkpoint: Select[Any]) -> Select[Any]:

@@ -20,7 +20,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 
-from sqlalchemy import Connection
+from sqlalchemy import Column, Connection, MetaData, String, Table, select
+from sqlalchemy.exc import DBAPIError
 
 from .errors import SchemaOutOfDateError
 from .schema import VERSION_TABLE
@@ -31,6 +32,7 @@ __all__ = [
     "downgrade",
     "head_revision",
     "is_ahead",
+    "is_at_head",
     "known_revisions",
     "newer_schema_error",
     "offline_sql",
@@ -178,6 +180,35 @@ def current_revision(connection: Connection, *, schema: str | None = None) -> st
         connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
     )
     return ctx.get_current_revision()
+
+
+def is_at_head(connection: Connection, *, schema: str | None = None) -> bool:
+    """Whether the database is at the head revision, in one query: the version table's
+    rows read directly, without Alembic's environment or its table check.
+
+    A missing version table fails the query (on PostgreSQL, ending ``connection``'s
+    transaction): the answer is then False, and the caller migrates on another
+    connection.
+
+    Args:
+        connection: A connection to read on; do not reuse it after a False answer.
+        schema: The schema of the tables (PostgreSQL), or None for the default.
+
+    Returns:
+        True when the version table holds exactly the head revision.
+    """
+    table = _version_table(schema)
+    try:
+        rows = connection.execute(select(table.c.version_num)).scalars().all()
+    except DBAPIError:
+        return False
+    return rows == [head_revision()]
+
+
+@functools.cache
+def _version_table(schema: str | None) -> Table:
+    """Alembic's version table as a Core table (its one column), for :func:`is_at_head`."""
+    return Table(VERSION_TABLE, MetaData(), Column("version_num", String(32)), schema=schema)
 
 
 @functools.cache

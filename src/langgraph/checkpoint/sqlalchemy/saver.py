@@ -161,7 +161,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
         }
         self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned)
-        self._st = _ops.Statements(qb)
+        self._st = _ops.statements_for(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
@@ -268,9 +268,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         # snapshot taken before another process creates the tables would fail the
         # migration with error 1412).
         with self._doors.sync.connect(Access.READ) as conn:
-            up_to_date = migrate.current_revision(conn, schema=self.schema) == (
-                migrate.head_revision()
-            )
+            up_to_date = migrate.is_at_head(conn, schema=self.schema)
         if not up_to_date:
             with self._doors.sync.connect(Access.WRITE) as conn:
                 migrate.upgrade(conn, schema=self.schema)
