@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any
 
+from . import workloads as w
 from .backends import DIALECT_NAMES, OFFICIAL_NAMES
 from .runner import MODES, Key, Sizes
 
@@ -53,6 +54,8 @@ TARGETS: dict[tuple[str, str], tuple[str, float, str]] = {
     ("id_long_vs_short", "postgres"): ("<=", 1.2, "ratio"),
     ("workers", "postgres"): (">=", 2.0, "ratio"),
     ("graph", "postgres"): (">=", 1.3, "ratio"),
+    ("short_lived", "sqlite"): (">=", 1.0, "ratio"),
+    ("short_lived", "postgres"): (">=", 1.0, "ratio"),
     ("storage", "postgres"): ("<=", 1.0, "ratio"),
     ("big_unchanged", "sqlite"): ("<", 2.0, "value"),
     ("big_unchanged", "postgres"): ("<", 2.0, "value"),
@@ -99,6 +102,12 @@ def metrics(s: Sizes) -> list[tuple[str, str, str, str]]:
         ("delete", f"delete_thread, {s.delete_size:,} checkpoints", "ms", "mode"),
         ("graph", f"2-node graph, {s.invokes} invokes on one thread", "invokes/s", "mode"),
         ("graph_vs_none", "2-node graph: ours / no checkpointer", "invokes/s", "derived"),
+        (
+            "short_lived",
+            f"short-lived savers: open, {w.SHORT_LIVED_INVOKES} invokes on a new thread, close",
+            "cycles/s",
+            "mode",
+        ),
         (
             "workers",
             f"{s.workers} workers on own threads, {s.worker_puts} puts each",

@@ -54,6 +54,7 @@ class Sizes:
     per_thread: int = 100
     delete_size: int = 1_000
     invokes: int = 200
+    short_lived: int = 50  # short-lived saver cycles (open, 3 invokes, close)
     workers: int = 16
     worker_puts: int = 50
     unchanged: int = 100  # checkpoints carrying the unchanged 1 MB channel
@@ -74,6 +75,7 @@ QUICK = Sizes(
     per_thread=50,
     delete_size=200,
     invokes=50,
+    short_lived=10,
     worker_puts=10,
     unchanged=20,
 )
@@ -140,20 +142,32 @@ class Bench:
         pool: int = 1,
         after: Callable[[str, str, str, Store], None] | None = None,
         each_repeat: Callable[[], None] | None = None,
+        opened: bool = True,
     ) -> None:
-        """Measure ``metric`` on a new empty store per saver and repeat."""
+        """Measure ``metric`` on a new empty store per saver and repeat.
+
+        ``opened``: ``body`` gets the opened saver; False: the store's tables are made
+        first, and ``body`` gets a function that opens (and sets up) a saver on it."""
         for rep in range(self.s.repeats):
             log(f"{metric}: repeat {rep + 1}/{self.s.repeats}")
             for dialect, mode, impls in self.lineup(rep):
                 for impl in impls:
                     store = self.servers.new_store(dialect)
                     try:
-                        if mode == "sync":
+                        if not opened:
+                            with open_sync(impl, store, pool=pool):
+                                pass  # the tables: an existing database
+                            gc.collect()
+                        if mode == "sync" and opened:
                             with open_sync(impl, store, pool=pool) as saver:
                                 gc.collect()
                                 value = body(saver)
-                        else:
+                        elif mode == "sync":
+                            value = body(partial(open_sync, impl, store, pool=pool))
+                        elif opened:
                             value = asyncio.run(_opened(impl, store, pool, abody))
+                        else:
+                            value = asyncio.run(abody(partial(open_async, impl, store, pool=pool)))
                         self.raw[(metric, dialect, mode, impl)].append(value)
                         if after is not None:
                             after(dialect, mode, impl, store)
@@ -187,6 +201,12 @@ class Bench:
             partial(w.graph, n=s.invokes),
             partial(w.agraph, n=s.invokes),
             each_repeat=self._graph_without_checkpointer,
+        )
+        self.on_fresh_stores(
+            "short_lived",
+            partial(w.short_lived, n=s.short_lived),
+            partial(w.ashort_lived, n=s.short_lived),
+            opened=False,
         )
         self.on_fresh_stores(
             "workers",

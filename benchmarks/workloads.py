@@ -12,6 +12,8 @@ import threading
 import time
 import tracemalloc
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, TypedDict
 
 from .data import History, write_batch
@@ -194,6 +196,35 @@ async def agraph(saver: Any, n: int) -> float:
         out = await g.ainvoke({"text": "go"}, thread_config("graph"))
     rate = n / (time.perf_counter() - t)
     assert out["count"] == (n if saver is not None else 1), out
+    return rate
+
+
+SHORT_LIVED_INVOKES = 3
+
+
+def short_lived(open_saver: Callable[[], AbstractContextManager[Any]], n: int) -> float:
+    """Cycles a second of a short-lived saver on an existing database: open it (with its
+    setup), run 3 invokes of the 2-node graph on a new thread, close; ``n`` cycles."""
+    t = time.perf_counter()
+    for i in range(n):
+        with open_saver() as saver:
+            g = _graph(saver)
+            for _ in range(SHORT_LIVED_INVOKES):
+                out = g.invoke({"text": "go"}, thread_config(f"short-{i}"))
+    rate = n / (time.perf_counter() - t)
+    assert out["count"] == SHORT_LIVED_INVOKES, out
+    return rate
+
+
+async def ashort_lived(open_saver: Callable[[], AbstractAsyncContextManager[Any]], n: int) -> float:
+    t = time.perf_counter()
+    for i in range(n):
+        async with open_saver() as saver:
+            g = _graph(saver)
+            for _ in range(SHORT_LIVED_INVOKES):
+                out = await g.ainvoke({"text": "go"}, thread_config(f"short-{i}"))
+    rate = n / (time.perf_counter() - t)
+    assert out["count"] == SHORT_LIVED_INVOKES, out
     return rate
 
 
