@@ -418,7 +418,35 @@ async def test_core_model_matches_migrated_database(target: Target) -> None:
         opts["include_name"] = include_name
         ctx = MigrationContext.configure(conn, opts=opts)
         diff = compare_metadata(ctx, md)
+        if conn.dialect.name in ("mysql", "mariadb"):
+            diff = _without_compressed_nullable(conn, diff)
     assert diff == []
+
+
+def _without_compressed_nullable(conn: Connection, diff: list[Any]) -> list[Any]:
+    """``diff`` less the "nullable" of MariaDB's COMPRESSED NOT NULL columns (0004),
+    checked here in ``information_schema`` instead: SQLAlchemy's MySQL reflection does
+    not parse ``NOT NULL`` after the ``/*M!100301 COMPRESSED*/`` that SHOW CREATE TABLE
+    prints, and reports such a column nullable."""
+    kept = []
+    for entry in diff:
+        ops = entry if isinstance(entry, list) else [entry]
+        rest = []
+        for op_ in ops:
+            if op_[0] == "modify_nullable" and op_[5] is True and op_[6] is False:
+                nullable, compressed = conn.execute(
+                    text(
+                        "SELECT is_nullable, column_type FROM information_schema.columns "
+                        "WHERE table_schema = DATABASE() AND table_name = :t AND column_name = :c"
+                    ),
+                    {"t": op_[2], "c": op_[3]},
+                ).one()
+                if nullable == "NO" and "compressed" in str(compressed).lower():
+                    continue
+            rest.append(op_)
+        if rest:
+            kept.append(rest if isinstance(entry, list) else rest[0])
+    return kept
 
 
 # -- living beside the official savers and an application's own Alembic ------------------

@@ -109,7 +109,11 @@ SOURCE_MAX_LENGTH = 64
 VERSION_TABLE = "lgsa_alembic_version"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
-#: whose plain BLOB stops at 64 kB.
+#: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
+#: ``lgsa_checkpoints.checkpoint`` and ``inline_values`` ``LONGBLOB COMPRESSED`` (zlib in the
+#: server, as PostgreSQL's TOAST compresses them): uncompressed, a realistic row overflows
+#: its InnoDB page and each checkpoint takes a 16 kB overflow page. The Core type stays
+#: LONGBLOB (reflection reports the same type; the server compresses transparently).
 BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
 #: Metadata documents: JSON, JSONB on PostgreSQL (indexable, key order free).
 JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
