@@ -34,8 +34,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _history, _inline, _maintenance, _ops, _strict
+from . import _history, _inline, _listing, _maintenance, _ops, _strict
 from ._canonical import canonical_json
+from ._valuecache import ValueCache
 from .errors import CheckpointConfigError, CheckpointDecodeError, CheckpointMetadataError
 from .schema import (
     CHANNEL_MAX_LENGTH,
@@ -310,6 +311,10 @@ class Codec:
         st: The saver's statements (its query builder checks metadata filters).
         inline_limit: Largest serialised value stored in the checkpoint row.
         strict: Decode with :mod:`._strict` (the saver's ``strict_decode``).
+
+    Attributes:
+        values: The bytes of values serialised by earlier puts, so that an unchanged
+            value is not serialised again (:mod:`._valuecache`).
     """
 
     def __init__(
@@ -319,6 +324,7 @@ class Codec:
         self.st = st
         self.inline_limit = inline_limit
         self.strict = strict
+        self.values = ValueCache()
 
     # -- decoding -------------------------------------------------------------------------
 
@@ -464,15 +470,24 @@ class Codec:
         new_versions: ChannelVersions,
     ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]]]:
         """Serialise the channel values: ``(inline values, blob rows)`` (see
-        :mod:`._inline` for which goes where)."""
+        :mod:`._inline` for which goes where). An unchanged value serialised by an
+        earlier put is not serialised again (:mod:`._valuecache`)."""
         blob_rows = []
         inline: list[_inline.InlineValue] = []
         budget = _inline.INLINE_BUDGET
+        cache = self.values
         for channel, value in values.items():
             if channel not in versions:
                 continue  # no version: nothing can reference the value
             _check_stored_channel(channel)
-            type_, blob = self.serde.dumps_typed(value)
+            key = (thread_id, checkpoint_ns, channel)
+            version = versions[channel]
+            hit = cache.get(key, version, value)
+            if hit is None:
+                type_, blob = self.serde.dumps_typed(value)
+                cache.keep(key, version, value, type_, blob)
+            else:
+                type_, blob = hit
             size = len(blob) if blob is not None else 0
             if size <= self.inline_limit and size <= budget:
                 inline.append((channel, type_, blob))
@@ -564,7 +579,7 @@ class Codec:
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
-    ) -> _ops.ListQuery:
+    ) -> _listing.ListQuery:
         """The conditions of a ``list()`` call, checked before any query runs.
 
         Raises:
@@ -582,9 +597,11 @@ class Codec:
             where.append(checkpoints.c.checkpoint_id < before_id)
         if filter:
             return self._filtered(where, filter)
-        return _ops.ListQuery(tuple(where))
+        return _listing.ListQuery(tuple(where))
 
-    def _filtered(self, where: list[ColumnElement[bool]], filter: dict[str, Any]) -> _ops.ListQuery:
+    def _filtered(
+        self, where: list[ColumnElement[bool]], filter: dict[str, Any]
+    ) -> _listing.ListQuery:
         if not isinstance(filter, dict):
             raise CheckpointMetadataError(
                 "filter must be a dict of metadata keys to JSON values, got "
@@ -605,7 +622,7 @@ class Codec:
                 where.append(checkpoints.c.step == step)
             else:
                 json_filters.append((key, value))
-        return _ops.ListQuery(tuple(where), tuple(json_filters))
+        return _listing.ListQuery(tuple(where), tuple(json_filters))
 
 
 def _thread_where(config: RunnableConfig) -> list[ColumnElement[bool]]:

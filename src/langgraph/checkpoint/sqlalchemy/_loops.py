@@ -26,15 +26,17 @@ import copy
 import enum
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from . import migrate
-from .dialects import QueryBuilder
+from ._engines import EngineURLs, engine_pair
+from .dialects import WRITE_OPTION, QueryBuilder, query_builder
 from .errors import CheckpointConnectionError, SchemaOutOfDateError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
@@ -194,6 +196,132 @@ class PerLoopEngines:
             await self.primary.dispose()  # no-op unless connections were made since
 
 
+def access_options(qb: QueryBuilder, schema: str | None) -> dict[Access, dict[str, Any]]:
+    """Execution options of each :class:`Access` for a dialect and a schema.
+
+    Args:
+        qb: The dialect's query builder (its one-statement options).
+        schema: The schema of the tables (a ``schema_translate_map``), or None.
+
+    Returns:
+        The options of each access.
+    """
+    base: dict[str, Any] = {"schema_translate_map": {None: schema}} if schema else {}
+    return {
+        Access.READ: base,
+        Access.READ_ONE: {**base, **qb.one_statement_read_options},
+        Access.WRITE: {**base, WRITE_OPTION: True},
+        Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
+    }
+
+
+def shared_key(urls: EngineURLs, schema: str | None, kwargs: Mapping[str, Any]) -> Any:
+    """The key of the shared engines of ``from_conn_string`` (:class:`DoorRegistry`), or
+    None when the engine arguments are not plain values (callables, SSL contexts) or
+    the database is in memory: such savers get engines of their own.
+
+    Args:
+        urls: The engines' URLs.
+        schema: The saver's schema.
+        kwargs: The engine arguments.
+
+    Returns:
+        A hashable key, or None.
+    """
+    plain = (str, int, float, bool, type(None))
+    if urls.memory or not all(isinstance(v, plain) for v in kwargs.values()):
+        return None
+    return (
+        urls.sync.render_as_string(hide_password=False),
+        urls.async_.render_as_string(hide_password=False),
+        schema,
+        tuple(sorted(kwargs.items())),
+    )
+
+
+def own_engines(
+    urls: EngineURLs, kwargs: Mapping[str, Any]
+) -> tuple[Engine, AsyncEngine, sqlite3.Connection | None]:
+    """Engines of a saver's own (not shared), and the connection that keeps an in-memory
+    SQLite database alive while the saver is open (or None)."""
+    # check_same_thread=False: construction, use and close() may be on any threads.
+    keeper = (
+        sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
+    )
+    return create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs), keeper
+
+
+class SharedDoors:
+    """An engine pair and its doors, shared by the savers that ``from_conn_string``
+    builds for the same URLs, engine arguments and schema (see :class:`DoorRegistry`).
+
+    Args:
+        engine: The sync engine.
+        async_engine: The async engine.
+        options: Execution options of each access.
+    """
+
+    def __init__(self, engine: Engine, async_engine: AsyncEngine, options: AccessOptions) -> None:
+        self.engine = engine
+        self.async_engine = async_engine
+        self.sync = Doors(engine, options)
+        self.per_loop = PerLoopEngines(async_engine, options)
+        self.users = 0
+
+    @classmethod
+    def make(cls, urls: EngineURLs, kwargs: Mapping[str, Any], schema: str | None) -> SharedDoors:
+        """New engines for ``urls`` (configured for the saver) and their doors."""
+        engine, async_engine, _ = engine_pair(
+            create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs)
+        )
+        qb = query_builder(engine.dialect.name)
+        return cls(engine, async_engine, access_options(qb, schema))
+
+
+class DoorRegistry:
+    """The process's :class:`SharedDoors`, by key (URLs, engine arguments, schema).
+
+    SQLAlchemy's advice is one engine per database per process: an engine is made once,
+    its dialect initialised at its first connection, its statements compiled once. A
+    saver opened for a few calls (a request handler, a job) and closed again would
+    otherwise make and initialise two engines each time (~5 ms on SQLite, more than
+    its calls). Savers built by ``from_conn_string`` for the same key therefore share
+    one engine pair, its pool and its per-loop engines; the pools are disposed (every
+    connection closed) when the last of them closes, and the engines are kept for the
+    next saver (at most :attr:`max_idle` unused pairs, the least recently used dropped).
+    """
+
+    max_idle = 8
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[Any, SharedDoors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def acquire(self, key: Any, make: Callable[[], SharedDoors]) -> SharedDoors:
+        """The shared doors of ``key`` (made by ``make`` the first time), counted as used
+        until :meth:`release`."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = make()
+            self._entries.move_to_end(key)
+            entry.users += 1
+            idle = [k for k, e in self._entries.items() if e.users == 0]
+            for k in idle[: max(0, len(idle) - self.max_idle)]:
+                del self._entries[k]  # disposed when its last user closed
+            return entry
+
+    def release(self, entry: SharedDoors) -> bool:
+        """Count one user less; True when it was the last (dispose the pools then)."""
+        with self._lock:
+            entry.users -= 1
+            return entry.users == 0
+
+
+#: The registry of savers built by ``from_conn_string``.
+SHARED = DoorRegistry()
+
+
 class Runner:
     """Runs the saver's operations through its two doors.
 
@@ -219,27 +347,46 @@ class Runner:
         schema: str | None,
         *,
         owned: list[Engine | AsyncEngine],
+        shared: SharedDoors | None = None,
     ) -> None:
         self.owned = owned
         self.keeper: sqlite3.Connection | None = None
-        self.sync = Doors(engine, options)
-        # One async engine per event loop: any loop, any thread.
-        self.per_loop = PerLoopEngines(async_engine, options)
+        self.shared = shared
+        self._released = False
+        if shared is not None:
+            self.sync, self.per_loop = shared.sync, shared.per_loop
+        else:
+            self.sync = Doors(engine, options)
+            # One async engine per event loop: any loop, any thread.
+            self.per_loop = PerLoopEngines(async_engine, options)
         self.qb = qb
         self.schema = schema
         self.schema_checked = False
 
     def close(self) -> None:
-        """Dispose the engines the saver made; async pools are dropped without awaiting."""
-        self._dispose_sync()
-        self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
+        """Dispose the engines the saver made (shared ones when their last user
+        closes); async pools are dropped without awaiting."""
+        if self._disposes():
+            self._dispose_sync()
+            self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
         self._release_keeper()
 
     async def aclose(self) -> None:
-        """Dispose the engines the saver made, closing async connections properly."""
-        self._dispose_sync()
-        await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
+        """Dispose the engines the saver made (shared ones when their last user
+        closes), closing async connections properly."""
+        if self._disposes():
+            self._dispose_sync()
+            await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
         self._release_keeper()
+
+    def _disposes(self) -> bool:
+        """Whether this close disposes the engines: always for the saver's own; for
+        shared doors only at the close of their last user, and once per saver."""
+        if self.shared is None:
+            return not self._released
+        shared, self.shared = self.shared, None
+        self._released = True
+        return SHARED.release(shared)
 
     def _dispose_sync(self) -> None:
         for engine in self.owned:

@@ -33,7 +33,7 @@ from sqlalchemy.exc import IntegrityError
 
 from . import _history
 from ._loops import PerLoopEngines
-from ._ops import Statements, _chunks
+from ._ops import Statements, chunks
 from .dialects import QueryBuilder
 from .errors import ThreadLockTimeout, ThreadNotEmptyError
 from .schema import blobs, checkpoints, full_name, name_key, stored_full, writes
@@ -94,7 +94,7 @@ def prune_keep_latest(
                     table.c.checkpoint_id < latest_id,
                     *(
                         table.c.checkpoint_id.not_in(chunk)
-                        for chunk in _chunks(ids, st.qb.row_chunk)
+                        for chunk in chunks(ids, st.qb.row_chunk)
                     ),
                 )
             )
@@ -132,7 +132,7 @@ def _delete_orphans(conn: Connection, st: Statements, thread_id: str, stored: Bl
         held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
     orphans = [k for k in stored if k not in held]
     key = (blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version)
-    for chunk in _chunks(orphans, st.qb.in_list_chunk):
+    for chunk in chunks(orphans, st.qb.in_list_chunk):
         conn.execute(
             delete(blobs).where(blobs.c.thread_id == thread_id, st.qb.keys_in(key, len(chunk))),
             st.qb.keys_params(chunk),
@@ -196,7 +196,7 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
         run_ids: Values of the ``run_id`` column (:func:`.schema.run_key`).
     """
     c = checkpoints
-    for chunk in _chunks(list(run_ids), st.qb.row_chunk):
+    for chunk in chunks(list(run_ids), st.qb.row_chunk):
         threads = [
             t
             for (t,) in conn.execute(select(c.c.thread_id).where(c.c.run_id.in_(chunk)).distinct())
@@ -307,7 +307,7 @@ def list_threads(
     extra: dict[str, int] = {}
     ids = [r[0] for r in rows]
     for table in (blobs, writes):
-        for chunk in _chunks(ids, st.qb.row_chunk):
+        for chunk in chunks(ids, st.qb.row_chunk):
             for thread_id, size in conn.execute(
                 select(table.c.thread_id, func.sum(func.length(table.c.blob)))
                 .where(table.c.thread_id.in_(chunk))

@@ -6,8 +6,11 @@ The saver's sync methods call these directly inside ``engine.begin()`` /
 functions move rows, and the saver turns rows into ``CheckpointTuple`` objects after the
 connection went back to the pool.
 
-Statements are built once per saver (:class:`Statements`) with bound parameters, so
-SQLAlchemy's compiled-statement cache serves every call.
+Statements are built once per dialect (:class:`Statements`) with bound parameters.
+Those of a graph step (store a checkpoint, its values and pending writes; read a
+checkpoint and its values) run through :mod:`._driver`: compiled once, executed on the
+DBAPI cursor. The others go through ``Connection.execute`` and SQLAlchemy's
+compiled-statement cache.
 """
 
 from __future__ import annotations
@@ -18,9 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Select, bindparam, delete, select
-from sqlalchemy.sql.elements import ColumnElement
 
-from . import _inline
+from . import _driver, _inline
 from .dialects import QueryBuilder
 from .errors import CheckpointConflictError
 from .schema import blobs, checkpoints, full_name, writes
@@ -30,7 +32,7 @@ CheckpointKey = tuple[str, str, str]
 BlobKey = tuple[str, str, str, str]
 """``(thread_id, checkpoint_ns, channel, version)``."""
 
-_CHECKPOINT_COLUMNS = (
+CHECKPOINT_COLUMNS = (
     checkpoints.c.thread_id,
     checkpoints.c.checkpoint_ns,
     checkpoints.c.checkpoint_id,
@@ -83,12 +85,12 @@ class Statements:
             checkpoints.c.checkpoint_ns == bindparam("checkpoint_ns"),
         )
         latest = (
-            select(*_CHECKPOINT_COLUMNS)
+            select(*CHECKPOINT_COLUMNS)
             .where(*where_ns)
             .order_by(checkpoints.c.checkpoint_id.desc())
             .limit(1)
         )
-        by_id = select(*_CHECKPOINT_COLUMNS).where(
+        by_id = select(*CHECKPOINT_COLUMNS).where(
             *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
         )
         # One statement reads a checkpoint and its writes: the row joined to its writes
@@ -116,6 +118,39 @@ class Statements:
             delete(t).where(t.c.thread_id == bindparam("thread_id"))
             for t in (writes, blobs, checkpoints)
         ]
+        # Multi-row forms of the inserts (see _driver.insert_rows).
+        self._many: dict[tuple[int, tuple[str, ...], int], Any] = {}
+        self._combined: dict[tuple[tuple[str, ...], int], Any] = {}
+        # Where the dialect runs data-changing statements in a WITH clause: deleting a
+        # thread is one statement (one round trip, atomic on its own).
+        self.delete_thread_one = (
+            qb.combine_writes(self.delete_thread[2], *self.delete_thread[:2])
+            if qb.dml_in_cte
+            else None
+        )
+
+    def put_with_blobs(
+        self, blobs: Sequence[dict[str, Any]], checkpoint: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any]]:
+        """The checkpoint upsert carrying the insert of its blob rows in its ``WITH``
+        clause (:meth:`.QueryBuilder.combine_writes`), and its parameters."""
+        columns = tuple(blobs[0])
+        stmt = self._combined.get((columns, len(blobs)))
+        if stmt is None:
+            form = _driver.many_form(self.put_blobs, columns, len(blobs), self._many)
+            stmt = self._combined[(columns, len(blobs))] = self.qb.combine_writes(
+                self.put_checkpoint, form
+            )
+        return stmt, {**_driver.many_params(blobs, columns), **checkpoint}
+
+    def key(self, conn: Connection) -> Any:
+        """What SQL compiled for ``conn`` depends on (:meth:`.QueryBuilder.compile_key`)."""
+        return self.qb.compile_key(conn.dialect)
+
+    def insert_rows(self, conn: Connection, name: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Run the insert ``name`` (``put_blobs``, ``put_writes_first_wins`` or
+        ``put_writes_replace``) for ``rows`` (:func:`._driver.insert_rows`)."""
+        _driver.insert_rows(conn, getattr(self, name), rows, self.key(conn), self._many)
 
     def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
         """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
@@ -137,7 +172,7 @@ class Statements:
         if stmt is None:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
             self._writes_in[len(keys)] = stmt
-        return conn.execute(stmt, self.qb.keys_params(keys))
+        return _driver.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
 
 
 _SHARED: dict[type[QueryBuilder], Statements] = {}
@@ -206,7 +241,7 @@ class CheckpointRecord:
         writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
     """
 
-    row: Any  # a Row of _CHECKPOINT_COLUMNS, read by attribute name
+    row: Any  # a Row of CHECKPOINT_COLUMNS, read by attribute name
     values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
     damaged: str | None = None
@@ -261,9 +296,29 @@ def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     """
     if rows.writes:
         put_writes(conn, st, rows.writes, False)
-    for batch in _by_size(conn, st, rows.blobs):
-        conn.execute(st.put_blobs, batch)
-    conn.execute(st.put_checkpoint, rows.checkpoint)
+    batches = _by_size(conn, st, rows.blobs)
+    if len(batches) == 1 and one_statement(st, rows):
+        stmt, params = st.put_with_blobs(batches[0], rows.checkpoint)
+        _driver.execute(conn, stmt, params, st.key(conn))
+        return
+    for batch in batches:
+        st.insert_rows(conn, "put_blobs", batch)
+    _driver.execute(conn, st.put_checkpoint, rows.checkpoint, st.key(conn))
+
+
+def one_statement(st: Statements, rows: CheckpointRows) -> bool:
+    """Whether :func:`put` stores ``rows`` in one statement, atomic on its own (no
+    transaction needed around it): a checkpoint row alone, or, where the dialect runs
+    inserts in a ``WITH`` clause, with blob rows that fit one multi-row insert."""
+    if rows.writes:
+        return False
+    if not rows.blobs:
+        return True
+    return (
+        st.qb.dml_in_cte
+        and len(rows.blobs) <= _driver.MANY_ROWS
+        and sum(len(b["blob"] or b"") for b in rows.blobs) <= BATCH_BYTES
+    )
 
 
 def put_checked(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
@@ -299,12 +354,17 @@ def put_writes(
         replace: Overwrite existing rows (a batch of special channels only: errors,
             interrupts, resumes, scheduled) instead of first-write-wins.
     """
+    name = "put_writes_replace" if replace else "put_writes_first_wins"
     for batch in _by_size(conn, st, rows):
-        conn.execute(st.put_writes_replace if replace else st.put_writes_first_wins, batch)
+        st.insert_rows(conn, name, batch)
 
 
 def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
-    """Delete every row of ``thread_id`` in every table and namespace."""
+    """Delete every row of ``thread_id`` in every table and namespace: one statement
+    where the dialect runs deletes in a ``WITH`` clause, else three (in a transaction)."""
+    if st.delete_thread_one is not None:
+        _driver.execute(conn, st.delete_thread_one, {"thread_id": thread_id}, st.key(conn))
+        return
     for stmt in st.delete_thread:
         conn.execute(stmt, {"thread_id": thread_id})
 
@@ -328,9 +388,10 @@ def get_checkpoint(
     """
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id:
-        rows = conn.execute(st.by_id, {**params, "checkpoint_id": checkpoint_id}).all()
+        params["checkpoint_id"] = checkpoint_id
+        rows = _driver.rows(conn, st.by_id, params, st.key(conn))
     else:
-        rows = conn.execute(st.latest, params).all()
+        rows = _driver.rows(conn, st.latest, params, st.key(conn))
     if not rows:
         return None
     row = rows[0]
@@ -347,96 +408,11 @@ def get_checkpoint(
         for ch, v in row.value_versions.items()
         if ch not in record.values
     ]
-    for chunk in _chunks(keys, st.qb.in_list_chunk):
+    for chunk in chunks(keys, st.qb.in_list_chunk):
         for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
             record.values[channel] = (type_, blob)
     record.incomplete = any(k[2] not in record.values for k in keys)
     return record
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    """What one ``list()`` call asks for, turned into SQL conditions once.
-
-    Attributes:
-        where: Conditions on the checkpoints table (thread, namespace, before).
-        filters: Metadata equality filters ``(key, JSON value)``, checked already; made
-            into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
-            Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns``
-            descending.
-    """
-
-    where: tuple[ColumnElement[bool], ...]
-    filters: tuple[tuple[str, Any], ...] = ()
-
-
-def _page_select(
-    conn: Connection, st: Statements, query: ListQuery, cursor: CheckpointKey | None, size: int
-) -> Select[Any]:
-    order = (checkpoints.c.checkpoint_id, checkpoints.c.thread_id, checkpoints.c.checkpoint_ns)
-    stmt = select(*_CHECKPOINT_COLUMNS).where(
-        *query.where,
-        *(
-            st.qb.metadata_equals(checkpoints.c.metadata, key, value, conn.dialect)
-            for key, value in query.filters
-        ),
-    )
-    if cursor is not None:
-        # Keyset pagination: strictly after the last row of the previous page.
-        stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
-    return stmt.order_by(*(c.desc() for c in order)).limit(size)
-
-
-def list_page(
-    conn: Connection,
-    st: Statements,
-    query: ListQuery,
-    cursor: CheckpointKey | None,
-    size: int,
-) -> list[CheckpointRecord]:
-    """Fetch one page of ``list()``: up to ``size`` checkpoints after ``cursor``.
-
-    Three round trips a page whatever its size: the checkpoint rows, the blobs of all
-    their channel versions (deduplicated), the writes of all of them.
-
-    Args:
-        conn: A connection, released by the caller before the page is yielded.
-        st: The saver's statements.
-        query: The listing's conditions.
-        cursor: ``(thread_id, checkpoint_ns, checkpoint_id)`` of the last checkpoint of
-            the previous page, or None for the first page.
-        size: Page size (rows).
-
-    Returns:
-        The page, newest first; fewer than ``size`` records means the listing is done.
-    """
-    rows = conn.execute(_page_select(conn, st, query, cursor, size)).all()
-    records = [CheckpointRecord.of(row) for row in rows]
-    if not records:
-        return records
-    by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
-    blob_keys: dict[BlobKey, None] = {}
-    for r in records:
-        for ch, v in r.row.value_versions.items():
-            if ch not in r.values:
-                blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
-    found: dict[BlobKey, tuple[str, bytes | None]] = {}
-    for chunk in _chunks(list(blob_keys), st.qb.in_list_chunk):
-        for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
-            found[(t, ns, ch, v)] = (type_, blob)
-    for r in records:
-        for ch, v in r.row.value_versions.items():
-            if ch in r.values:
-                continue
-            hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
-            if hit is not None:
-                r.values[ch] = hit
-    for chunk in _chunks(list(by_key), st.qb.in_list_chunk):
-        for w in st.writes_in(conn, chunk):
-            by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
-                (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
-            )
-    return records
 
 
 #: Bytes of values sent in one multi-row INSERT. Rows are batched by SQLAlchemy by
@@ -477,6 +453,7 @@ def _by_size(
     return batches
 
 
-def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (at least 1)."""
     size = max(1, size)
     return [items[i : i + size] for i in range(0, len(items), size)]

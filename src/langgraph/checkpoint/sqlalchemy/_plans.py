@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from . import _codec, _history, _maintenance, _ops
+from . import _codec, _history, _listing, _maintenance, _ops
 from ._codec import PendingWrite
 from ._loops import Access, Call, Plan
 from ._maintenance import ThreadInfo
@@ -79,10 +79,12 @@ class Plans:
             # A run's step (source input/loop), checked for conflicts.
             yield Access.WRITE, _ops.put_checked, (self.st, rows)
         else:
-            # A put whose values are all in the checkpoint row is one upsert: atomic on
-            # its own, it needs no transaction around it (saving BEGIN and COMMIT: two
-            # driver calls on SQLite, two round trips on PostgreSQL).
-            yield (Access.WRITE if rows.blobs else Access.WRITE_ONE), _ops.put, (self.st, rows)
+            # A put of one statement (values all in the checkpoint row, or its blob rows
+            # in the statement's WITH clause on PostgreSQL) is atomic on its own: no
+            # transaction around it (saving BEGIN and COMMIT: two driver calls on
+            # SQLite, two round trips on PostgreSQL).
+            one = _ops.one_statement(self.st, rows)
+            yield (Access.WRITE_ONE if one else Access.WRITE), _ops.put, (self.st, rows)
         return stored
 
     def put_writes(
@@ -100,7 +102,9 @@ class Plans:
             yield access, _ops.put_writes, (self.st, rows, replace)
 
     def delete_thread(self, thread_id: str) -> Plan[None]:
-        yield Access.WRITE, _ops.delete_thread, (self.st, _codec.thread(thread_id))
+        one = self.st.delete_thread_one is not None
+        access = Access.WRITE_ONE if one else Access.WRITE
+        yield access, _ops.delete_thread, (self.st, _codec.thread(thread_id))
 
     def delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
@@ -164,7 +168,7 @@ class Pages:
     """
 
     def __init__(
-        self, codec: _codec.Codec, query: _ops.ListQuery, limit: int | None, size: int
+        self, codec: _codec.Codec, query: _listing.ListQuery, limit: int | None, size: int
     ) -> None:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
@@ -181,7 +185,7 @@ class Pages:
     def __iter__(self) -> Iterator[Call]:
         while not self.done:
             args = (self.codec.st, self.query, self.cursor, self._requested())
-            yield Access.READ, _ops.list_page, args
+            yield Access.READ, _listing.list_page, args
 
     def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
         """Take a fetched page (moving the cursor past it) and decode its records lazily,

@@ -12,6 +12,7 @@ import functools
 import io
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from alembic import command
@@ -90,6 +91,33 @@ def upgrade(connection: Connection, revision: str = "head", *, schema: str | Non
             a newer version of the package migrated it (upgrade the package).
     """
     _alembic(command.upgrade, connection, revision, schema)
+
+
+def to_head(
+    read: Callable[[], AbstractContextManager[Connection]],
+    write: Callable[[], AbstractContextManager[Connection]],
+    schema: str | None = None,
+) -> None:
+    """Bring the tables to the head revision (the saver's ``setup()``).
+
+    Up to date: one version query (:func:`is_at_head`), no Alembic environment and no
+    migration lock. That read is a connection of its own, ended before the migration's
+    transaction begins (a MySQL snapshot taken before another process creates the
+    tables would fail the migration with error 1412).
+
+    Args:
+        read: Opens a connection for the version query.
+        write: Opens a connection in a write transaction for :func:`upgrade`.
+        schema: The schema of the tables and version table (None: the default).
+
+    Raises:
+        SchemaOutOfDateError: The database is at a revision this package does not know.
+    """
+    with read() as conn:
+        up_to_date = is_at_head(conn, schema=schema)
+    if not up_to_date:
+        with write() as conn:
+            upgrade(conn, schema=schema)
 
 
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:

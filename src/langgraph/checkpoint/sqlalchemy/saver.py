@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -42,16 +42,24 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from typing_extensions import Self
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import _codec, _maintenance, _ops, _plans, _strict, migrate
 from ._codec import PendingWrite
 from ._engines import engine_pair, resolve_urls
-from ._loops import Access, Runner
+from ._loops import (
+    SHARED,
+    Access,
+    Runner,
+    SharedDoors,
+    access_options,
+    own_engines,
+    shared_key,
+)
 from ._maintenance import ThreadInfo
-from .dialects import WRITE_OPTION, query_builder
+from .dialects import query_builder
 
 __all__ = ["SQLAlchemySaver"]
 
@@ -148,19 +156,18 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         inline_limit = _codec.check_inline_limit(inline_limit)
         strict = _strict.strict_from_env() if strict_decode is None else strict_decode
-        engine, async_engine, owned = engine_pair(engine, async_engine)
+        # Set by from_conn_string on the instance before __init__: the shared engines.
+        shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
+        if shared is None:
+            engine, async_engine, owned = engine_pair(engine, async_engine)
+        else:
+            engine, async_engine, owned = shared.engine, shared.async_engine, []
         self.schema = schema
         self.engine = engine
         self.async_engine = async_engine
         self._qb = qb = query_builder(engine.dialect.name)
-        base: dict[str, Any] = {"schema_translate_map": {None: schema}} if schema else {}
-        options = {
-            Access.READ: base,
-            Access.READ_ONE: {**base, **qb.one_statement_read_options},
-            Access.WRITE: {**base, WRITE_OPTION: True},
-            Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
-        }
-        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned)
+        options = access_options(qb, schema)
+        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
         self._st = _ops.statements_for(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
@@ -182,6 +189,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Unlike the official savers' ``from_conn_string``, the result is the saver itself:
         pass it straight to ``graph.compile(checkpointer=...)``, or use it as a context
         manager (``with`` or ``async with``) to dispose its engines on exit.
+
+        Savers built here for the same URL, schema and plain engine arguments share one
+        engine pair (one engine per database per process, as SQLAlchemy advises), whose
+        connections are closed when the last of them closes: a short-lived saver skips
+        making and initialising engines (~5 ms on SQLite). See :class:`._loops.DoorRegistry`.
 
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one
@@ -210,23 +222,23 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         _codec.check_inline_limit(inline_limit)
         urls = resolve_urls(conn_string)
         urls.require_async()
-        # check_same_thread=False: construction, use and close() may be on any threads.
-        keeper = (
-            sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
-        )
-        engine = create_engine(urls.sync, **engine_kwargs)
-        async_engine = create_async_engine(urls.async_, **engine_kwargs)
-        saver = cls(
-            engine,
-            async_engine,
-            serde=serde,
-            schema=schema,
-            inline_limit=inline_limit,
-            detect_conflicts=detect_conflicts,
-            strict_decode=strict_decode,
-        )
-        saver._doors.owned = [engine, async_engine]
-        saver._doors.keeper = keeper
+        options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
+        options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
+        key = shared_key(urls, schema, engine_kwargs)
+        if key is None:
+            engine, async_engine, keeper = own_engines(urls, engine_kwargs)
+            saver = cls(engine, async_engine, **options)
+            saver._doors.owned, saver._doors.keeper = [engine, async_engine], keeper
+            return saver
+        shared = SHARED.acquire(key, partial(SharedDoors.make, urls, engine_kwargs, schema))
+        saver = cls.__new__(cls)
+        saver.__dict__["_pending_shared"] = shared
+        try:
+            saver.__init__(**options)  # type: ignore[misc]
+        except BaseException:
+            SHARED.release(shared)
+            raise
+        saver._doors.owned = [shared.engine, shared.async_engine]
         return saver
 
     @property
@@ -263,15 +275,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
         """
-        # Up to date: one version query, no Alembic environment and no migration lock.
-        # A read of its own, ended before the migration's transaction begins (a MySQL
-        # snapshot taken before another process creates the tables would fail the
-        # migration with error 1412).
-        with self._doors.sync.connect(Access.READ) as conn:
-            up_to_date = migrate.is_at_head(conn, schema=self.schema)
-        if not up_to_date:
-            with self._doors.sync.connect(Access.WRITE) as conn:
-                migrate.upgrade(conn, schema=self.schema)
+        connect = self._doors.sync.connect
+        migrate.to_head(partial(connect, Access.READ), partial(connect, Access.WRITE), self.schema)
         self._doors.schema_checked = True
 
     async def asetup(self) -> None:
@@ -288,12 +293,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Connections of an async pool belong to an event loop: they are dropped without
         awaiting their close (call :meth:`aclose` to close them properly).
         """
+        self._codec.values.clear()
         self._doors.close()
 
     async def aclose(self) -> None:
         """Dispose the engines this saver created, closing the async connections of the
         running event loop properly (those of another loop on that loop if it still
         runs). Any thread and loop may call it."""
+        self._codec.values.clear()
         await self._doors.aclose()
 
     def __enter__(self) -> Self:

@@ -81,6 +81,11 @@ class QueryBuilder(ABC):
     #: Whether DDL runs inside the migration transaction (not on MySQL/MariaDB, where each
     #: DDL statement commits; their migrations are written to be re-runnable).
     transactional_ddl: ClassVar[bool] = True
+    #: Whether a statement may carry other data-changing statements in its ``WITH``
+    #: clause (PostgreSQL's data-modifying CTEs): a put with blob rows and a
+    #: delete_thread are then one statement, atomic on its own, one round trip
+    #: (:meth:`combine_writes`).
+    dml_in_cte: ClassVar[bool] = False
     #: Whether :meth:`try_thread_lock` needs a database connection, kept for as long as
     #: the lock is held (a lock of the database session).
     thread_lock_uses_connection: ClassVar[bool]
@@ -128,6 +133,44 @@ class QueryBuilder(ABC):
         default installs nothing.
         """
         return None
+
+    @classmethod
+    def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
+        """What the SQL compiled for a dialect instance depends on besides the statement
+        and the schema map: statements compiled once are shared by every engine whose
+        dialect gives the same key (:mod:`langgraph.checkpoint.sqlalchemy._driver`).
+
+        Default: the dialect's class (driver included), parameter style, server version
+        and identifier limits, which SQLAlchemy reads from the server at first connect.
+        A family whose compiled SQL depends on more server settings adds them.
+
+        Args:
+            dialect: An initialised dialect (the engine has connected).
+
+        Returns:
+            A hashable key.
+        """
+        return (
+            type(dialect),
+            dialect.paramstyle,
+            dialect.server_version_info,
+            dialect.max_identifier_length,
+            dialect.label_length,
+        )
+
+    def combine_writes(self, main: Any, *others: Any) -> Any:
+        """One statement running ``others`` (INSERT/DELETE constructs) in its ``WITH``
+        clause, then ``main``; all see one snapshot and commit together. Only where
+        :attr:`dml_in_cte` (the caller checks it).
+
+        Args:
+            main: The statement whose own result is the statement's.
+            *others: Data-changing statements run before it, whose results nothing reads.
+
+        Returns:
+            ``main`` with ``others`` as CTEs named ``lgsa_w0``, ``lgsa_w1``, ...
+        """
+        return main.add_cte(*(o.cte(f"lgsa_w{i}") for i, o in enumerate(others)))
 
     # -- transactions ----------------------------------------------------------------
 

@@ -114,6 +114,18 @@ class MySQLQueryBuilder(QueryBuilder):
         """``mysql.insert`` (``ON DUPLICATE KEY UPDATE``)."""
         return mysql.insert(table)
 
+    @classmethod
+    def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
+        """The base key, and the server settings SQLAlchemy's MySQL compiler reads at
+        first connect: MariaDB or MySQL, ``ANSI_QUOTES``, backslash escapes."""
+        extra: Any = dialect
+        return (
+            *super().compile_key(dialect),
+            getattr(extra, "is_mariadb", None),
+            getattr(extra, "_server_ansiquotes", None),
+            getattr(extra, "_backslash_escapes", None),
+        )
+
     def insert_ignore(self, table: Table) -> Insert:
         """``ON DUPLICATE KEY UPDATE`` of a key column to itself (``INSERT IGNORE`` would
         also hide truncation)."""

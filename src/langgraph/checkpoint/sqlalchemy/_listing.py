@@ -1,0 +1,111 @@
+"""One page of ``list()``: the checkpoint rows of a listing, their values and writes.
+
+Runs on a connection as the operations of :mod:`._ops` do (three statements a page,
+inside one read transaction); the plan of ``list()`` (:class:`._plans.Pages`) yields a
+page once its connection went back to the pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Select, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from ._ops import (
+    CHECKPOINT_COLUMNS,
+    BlobKey,
+    CheckpointKey,
+    CheckpointRecord,
+    Statements,
+    chunks,
+)
+from .schema import checkpoints
+
+__all__ = ["ListQuery", "list_page"]
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """What one ``list()`` call asks for, turned into SQL conditions once.
+
+    Attributes:
+        where: Conditions on the checkpoints table (thread, namespace, before).
+        filters: Metadata equality filters ``(key, JSON value)``, checked already; made
+            into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
+            Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns``
+            descending.
+    """
+
+    where: tuple[ColumnElement[bool], ...]
+    filters: tuple[tuple[str, Any], ...] = ()
+
+
+def _page_select(
+    conn: Connection, st: Statements, query: ListQuery, cursor: CheckpointKey | None, size: int
+) -> Select[Any]:
+    order = (checkpoints.c.checkpoint_id, checkpoints.c.thread_id, checkpoints.c.checkpoint_ns)
+    stmt = select(*CHECKPOINT_COLUMNS).where(
+        *query.where,
+        *(
+            st.qb.metadata_equals(checkpoints.c.metadata, key, value, conn.dialect)
+            for key, value in query.filters
+        ),
+    )
+    if cursor is not None:
+        # Keyset pagination: strictly after the last row of the previous page.
+        stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
+    return stmt.order_by(*(c.desc() for c in order)).limit(size)
+
+
+def list_page(
+    conn: Connection,
+    st: Statements,
+    query: ListQuery,
+    cursor: CheckpointKey | None,
+    size: int,
+) -> list[CheckpointRecord]:
+    """Fetch one page of ``list()``: up to ``size`` checkpoints after ``cursor``.
+
+    Three round trips a page whatever its size: the checkpoint rows, the blobs of all
+    their channel versions (deduplicated), the writes of all of them.
+
+    Args:
+        conn: A connection, released by the caller before the page is yielded.
+        st: The saver's statements.
+        query: The listing's conditions.
+        cursor: ``(thread_id, checkpoint_ns, checkpoint_id)`` of the last checkpoint of
+            the previous page, or None for the first page.
+        size: Page size (rows).
+
+    Returns:
+        The page, newest first; fewer than ``size`` records means the listing is done.
+    """
+    rows = conn.execute(_page_select(conn, st, query, cursor, size)).all()
+    records = [CheckpointRecord.of(row) for row in rows]
+    if not records:
+        return records
+    by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
+    blob_keys: dict[BlobKey, None] = {}
+    for r in records:
+        for ch, v in r.row.value_versions.items():
+            if ch not in r.values:
+                blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
+    found: dict[BlobKey, tuple[str, bytes | None]] = {}
+    for chunk in chunks(list(blob_keys), st.qb.in_list_chunk):
+        for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
+            found[(t, ns, ch, v)] = (type_, blob)
+    for r in records:
+        for ch, v in r.row.value_versions.items():
+            if ch in r.values:
+                continue
+            hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
+            if hit is not None:
+                r.values[ch] = hit
+    for chunk in chunks(list(by_key), st.qb.in_list_chunk):
+        for w in st.writes_in(conn, chunk):
+            by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
+                (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
+            )
+    return records
