@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
 from .doors import Door
 from .provision import BACKENDS, MARIADB_ADMIN_URL, fresh_database, new_saver_args
@@ -125,10 +127,12 @@ async def saver_factory(
     """Call it to get a new set-up saver on the test's backend (its own empty store).
 
     ``factory(shared=True)`` returns a second saver on the same store as the first one
-    (a second process in spirit: own engines, same database).
+    (a second process in spirit: own engines, same database; ``from_conn_string`` would
+    share the first one's engines).
     """
     made: list[SQLAlchemySaver] = []
     first_args: dict[str, Any] = {}
+    own: list[Any] = []  # engines made here for second savers, disposed at the end
 
     def factory(*, shared: bool = False, **kwargs: Any) -> SQLAlchemySaver:
         nonlocal first_args
@@ -141,11 +145,15 @@ async def saver_factory(
                 s = SQLAlchemySaver(first.engine, first.async_engine, schema=first.schema, **kwargs)
                 made.append(s)
                 return s
+            urls = resolve_urls(args["conn_string"])
+            engines = (create_engine(urls.sync), create_async_engine(urls.async_))
+            own.extend(engines)
+            s = SQLAlchemySaver(*engines, schema=args.get("schema"), **kwargs)
         else:
             args = new_saver_args(backend, request, tmp_path)
             if not made:
                 first_args = args
-        s = SQLAlchemySaver.from_conn_string(**args, **kwargs)
+            s = SQLAlchemySaver.from_conn_string(**args, **kwargs)
         s.setup()
         made.append(s)
         return s
@@ -153,6 +161,8 @@ async def saver_factory(
     yield factory
     for s in reversed(made):
         await s.aclose()  # in the test's event loop, which owns the async connections
+    for engine in own:
+        await engine.dispose() if isinstance(engine, AsyncEngine) else engine.dispose()
 
 
 @pytest.fixture
