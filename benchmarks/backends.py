@@ -170,8 +170,13 @@ def _sa_pg(url: str) -> str:
 
 
 @contextmanager
-def open_sync(impl: str, store: Store, *, pool: int = 1, fill: bool = False) -> Iterator[Any]:
+def open_sync(
+    impl: str, store: Store, *, pool: int = 1, fill: bool = False, normal: bool = False
+) -> Iterator[Any]:
     """A set-up sync saver on ``store``; ``pool`` > 1 gives it that many connections.
+
+    ``normal``: SqliteSaver at ``synchronous = NORMAL``, the setting our saver ships
+    with (a WAL commit that does not wait for fsync), instead of SQLite's default FULL.
 
     ``fill``: for filling stores before read workloads, commits do not wait for the disk
     (PostgreSQL ``synchronous_commit = off``, SqliteSaver ``synchronous = OFF``; our
@@ -192,6 +197,8 @@ def open_sync(impl: str, store: Store, *, pool: int = 1, fill: bool = False) -> 
             saver.setup()
             if fill:
                 saver.conn.execute("PRAGMA synchronous = OFF")
+            elif normal:
+                saver.conn.execute("PRAGMA synchronous = NORMAL")
             yield saver
     elif pool > 1:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -212,8 +219,11 @@ def open_sync(impl: str, store: Store, *, pool: int = 1, fill: bool = False) -> 
 
 
 @asynccontextmanager
-async def open_async(impl: str, store: Store, *, pool: int = 1) -> AsyncIterator[Any]:
-    """A set-up async saver on ``store``, inside the running event loop."""
+async def open_async(
+    impl: str, store: Store, *, pool: int = 1, normal: bool = False
+) -> AsyncIterator[Any]:
+    """A set-up async saver on ``store``, inside the running event loop (``normal``: as
+    for :func:`open_sync`)."""
     if impl == "ours":
         kwargs = {"pool_size": pool} if pool > 1 else {}
         saver = SQLAlchemySaver.from_conn_string(store.url, **kwargs)
@@ -227,6 +237,8 @@ async def open_async(impl: str, store: Store, *, pool: int = 1) -> AsyncIterator
 
         async with AsyncSqliteSaver.from_conn_string(store.native) as saver:
             await saver.setup()
+            if normal:
+                await saver.conn.execute("PRAGMA synchronous = NORMAL")
             yield saver
     elif pool > 1:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

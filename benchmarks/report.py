@@ -32,31 +32,47 @@ PACKAGES = (
     "asyncmy",
 )
 
-THROUGHPUT = ("ckpt/s", "calls/s", "invokes/s")
+THROUGHPUT = ("ckpt/s", "calls/s", "invokes/s", "cycles/s")
+#: Label of the SQLite rows where the official saver runs at our ``synchronous``
+#: setting (NORMAL in WAL mode: a commit does not wait for fsync), so that both savers'
+#: commits make the same durability promise.
+SAME_SYNC = "{}, SqliteSaver at synchronous=NORMAL as ours"
 
 #: ``(metric, dialect) -> (op, threshold, on)``: ``on`` is "ratio" (ours / reference) or
 #: "value" (ours alone). Per-mode metrics apply to both sync and async.
 TARGETS: dict[tuple[str, str], tuple[str, float, str]] = {
+    # Issue 13: no hot-path row slower than the official twin, and these margins.
     ("put", "sqlite"): (">=", 1.5, "ratio"),
-    ("put_writes", "sqlite"): (">=", 1.0, "ratio"),
-    ("get_latest_short", "sqlite"): ("<=", 1.0, "ratio"),
-    ("get_id_short", "sqlite"): ("<=", 1.0, "ratio"),
+    ("put", "postgres"): (">=", 1.3, "ratio"),
+    ("put_writes", "sqlite"): (">=", 1.2, "ratio"),
+    ("put_writes", "postgres"): (">=", 1.2, "ratio"),
+    ("get_latest_short", "sqlite"): ("<=", 0.8, "ratio"),
+    ("get_id_short", "sqlite"): ("<=", 0.8, "ratio"),
+    ("get_latest_short", "postgres"): ("<=", 0.8, "ratio"),
+    ("get_id_short", "postgres"): ("<=", 0.8, "ratio"),
     ("get_latest_long", "sqlite"): ("<=", 1.0, "ratio"),
     ("get_id_long", "sqlite"): ("<=", 1.0, "ratio"),
-    ("list_global", "sqlite"): ("<=", 0.1, "ratio"),
-    ("list_filter", "sqlite"): ("<=", 0.5, "ratio"),
-    ("graph", "sqlite"): (">=", 1.5, "ratio"),
-    ("graph_vs_none", "sqlite"): (">=", 1 / 3, "ratio"),
-    ("put", "postgres"): (">=", 1.2, "ratio"),
     ("get_latest_long", "postgres"): ("<=", 0.3, "ratio"),
     ("get_id_long", "postgres"): ("<=", 0.3, "ratio"),
+    ("list_thread_short", "sqlite"): ("<=", 1.0, "ratio"),
+    ("list_thread_short", "postgres"): ("<=", 1.0, "ratio"),
+    ("list_thread_long", "sqlite"): ("<=", 1.0, "ratio"),
+    ("list_thread_long", "postgres"): ("<=", 1.0, "ratio"),
+    ("list_global", "sqlite"): ("<=", 0.1, "ratio"),
+    ("list_global", "postgres"): ("<=", 1.0, "ratio"),
+    ("list_filter", "sqlite"): ("<=", 0.5, "ratio"),
+    ("delete", "sqlite"): ("<=", 1.0, "ratio"),
+    ("delete", "postgres"): ("<=", 1.0, "ratio"),
     ("latest_long_vs_short", "postgres"): ("<=", 1.2, "ratio"),
     ("id_long_vs_short", "postgres"): ("<=", 1.2, "ratio"),
-    ("workers", "postgres"): (">=", 2.0, "ratio"),
+    ("graph", "sqlite"): (">=", 1.3, "ratio"),
     ("graph", "postgres"): (">=", 1.3, "ratio"),
+    ("graph_vs_none", "sqlite"): (">=", 1 / 3, "ratio"),
     ("short_lived", "sqlite"): (">=", 1.0, "ratio"),
     ("short_lived", "postgres"): (">=", 1.0, "ratio"),
+    ("workers", "postgres"): (">=", 2.0, "ratio"),
     ("storage", "postgres"): ("<=", 1.0, "ratio"),
+    ("storage", "mariadb"): ("<=", 1.5, "ratio"),
     ("big_unchanged", "sqlite"): ("<", 2.0, "value"),
     ("big_unchanged", "postgres"): ("<", 2.0, "value"),
     ("big_unchanged", "mariadb"): ("<", 2.0, "value"),
@@ -72,8 +88,15 @@ def metrics(s: Sizes) -> list[tuple[str, str, str, str]]:
     total = f"{s.threads * s.per_thread:,} in {s.threads} threads"
     return [
         ("put", "put, realistic checkpoint", "ckpt/s", "mode"),
+        ("put_same_sync", SAME_SYNC.format("put, realistic checkpoint"), "ckpt/s", "mode"),
         ("put_1mb", "put, realistic + 1 MB value", "ckpt/s", "mode"),
         ("put_writes", "put_writes, 2 writes a call", "calls/s", "mode"),
+        (
+            "put_writes_same_sync",
+            SAME_SYNC.format("put_writes, 2 writes a call"),
+            "calls/s",
+            "mode",
+        ),
         ("get_latest_short", f"get_tuple latest, {s.short:,} history", "ms", "mode"),
         ("get_id_short", f"get_tuple by id, {s.short:,} history", "ms", "mode"),
         ("get_latest_long", f"get_tuple latest, {s.long:,} history", "ms", "mode"),
@@ -102,6 +125,12 @@ def metrics(s: Sizes) -> list[tuple[str, str, str, str]]:
         ("delete", f"delete_thread, {s.delete_size:,} checkpoints", "ms", "mode"),
         ("graph", f"2-node graph, {s.invokes} invokes on one thread", "invokes/s", "mode"),
         ("graph_vs_none", "2-node graph: ours / no checkpointer", "invokes/s", "derived"),
+        (
+            "graph_same_sync",
+            SAME_SYNC.format(f"2-node graph, {s.invokes} invokes on one thread"),
+            "invokes/s",
+            "mode",
+        ),
         (
             "short_lived",
             f"short-lived savers: open, {w.SHORT_LIVED_INVOKES} invokes on a new thread, close",
@@ -177,6 +206,10 @@ def build_rows(raw: dict[Key, list[float]], sizes: Sizes, dialects: tuple[str, .
                 ours = raw.get((metric, dialect, "-", "ours"), [])
                 ref = raw.get((metric, dialect, "-", "official"), [])
                 name = OFFICIAL_NAMES.get((dialect, "sync"), "")
+                if (metric, dialect) == ("storage", "mariadb"):
+                    # No twin: judged against our own storage on PostgreSQL.
+                    ref = raw.get((metric, "postgres", "-", "ours"), [])
+                    name = "ours on PostgreSQL"
                 rows.append(
                     Row(
                         metric,

@@ -143,31 +143,38 @@ class Bench:
         after: Callable[[str, str, str, Store], None] | None = None,
         each_repeat: Callable[[], None] | None = None,
         opened: bool = True,
+        same_sync: bool = False,
     ) -> None:
         """Measure ``metric`` on a new empty store per saver and repeat.
 
         ``opened``: ``body`` gets the opened saver; False: the store's tables are made
-        first, and ``body`` gets a function that opens (and sets up) a saver on it."""
+        first, and ``body`` gets a function that opens (and sets up) a saver on it.
+        ``same_sync``: SQLite only, the official saver at our ``synchronous`` setting."""
         for rep in range(self.s.repeats):
             log(f"{metric}: repeat {rep + 1}/{self.s.repeats}")
             for dialect, mode, impls in self.lineup(rep):
+                if same_sync and dialect != "sqlite":
+                    continue
                 for impl in impls:
                     store = self.servers.new_store(dialect)
+                    opts: dict[str, Any] = {"pool": pool}
+                    if same_sync:
+                        opts["normal"] = True
                     try:
                         if not opened:
-                            with open_sync(impl, store, pool=pool):
+                            with open_sync(impl, store, **opts):
                                 pass  # the tables: an existing database
                             gc.collect()
                         if mode == "sync" and opened:
-                            with open_sync(impl, store, pool=pool) as saver:
+                            with open_sync(impl, store, **opts) as saver:
                                 gc.collect()
                                 value = body(saver)
                         elif mode == "sync":
-                            value = body(partial(open_sync, impl, store, pool=pool))
+                            value = body(partial(open_sync, impl, store, **opts))
                         elif opened:
-                            value = asyncio.run(_opened(impl, store, pool, abody))
+                            value = asyncio.run(_opened(impl, store, opts, abody))
                         else:
-                            value = asyncio.run(abody(partial(open_async, impl, store, pool=pool)))
+                            value = asyncio.run(abody(partial(open_async, impl, store, **opts)))
                         self.raw[(metric, dialect, mode, impl)].append(value)
                         if after is not None:
                             after(dialect, mode, impl, store)
@@ -187,6 +194,12 @@ class Bench:
             after=self._storage,
         )
         self.on_fresh_stores(
+            "put_same_sync",
+            partial(w.put, n=s.puts, big=False),
+            partial(w.aput, n=s.puts, big=False),
+            same_sync=True,
+        )
+        self.on_fresh_stores(
             "put_1mb",
             partial(w.put, n=s.big_puts, big=True),
             partial(w.aput, n=s.big_puts, big=True),
@@ -195,6 +208,18 @@ class Bench:
             "put_writes",
             partial(w.put_writes, n=s.write_calls),
             partial(w.aput_writes, n=s.write_calls),
+        )
+        self.on_fresh_stores(
+            "put_writes_same_sync",
+            partial(w.put_writes, n=s.write_calls),
+            partial(w.aput_writes, n=s.write_calls),
+            same_sync=True,
+        )
+        self.on_fresh_stores(
+            "graph_same_sync",
+            partial(w.graph, n=s.invokes),
+            partial(w.agraph, n=s.invokes),
+            same_sync=True,
         )
         self.on_fresh_stores(
             "graph",
@@ -388,7 +413,9 @@ class Bench:
                 self.raw[("big_unchanged", dialect, "-", impl)].append((sizes[0] - sizes[1]) / 1e6)
 
 
-async def _opened(impl: str, store: Store, pool: int, abody: Callable[[Any], Any]) -> float:
-    async with open_async(impl, store, pool=pool) as saver:
+async def _opened(
+    impl: str, store: Store, opts: dict[str, Any], abody: Callable[[Any], Any]
+) -> float:
+    async with open_async(impl, store, **opts) as saver:
         gc.collect()
         return float(await abody(saver))
