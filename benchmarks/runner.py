@@ -385,7 +385,7 @@ class Bench:
                                 value = w.delete_thread(saver, thread)
                         else:
                             body = partial(w.adelete_thread, thread_id=thread)
-                            value = asyncio.run(_opened(impl, store, 1, body))
+                            value = asyncio.run(_opened(impl, store, {"pool": 1}, body))
                         self.raw[("delete", dialect, mode, impl)].append(value)
         finally:
             for store in stores.values():
