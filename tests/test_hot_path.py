@@ -20,7 +20,7 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import event
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _driver
 
 from .checkpoints import next_checkpoint
 from .doors import Door
@@ -166,3 +166,14 @@ def test_savers_of_one_database_share_engines_until_the_last_closes(
 def _put_sync(saver: SQLAlchemySaver, thread: str) -> Any:
     cp, new_versions = next_checkpoint(saver, None, {"step": 0})
     return saver.put(_config(thread), cp, {"source": "loop", "step": 0}, new_versions)
+
+
+async def test_compiled_statements_are_bounded(door: Door, monkeypatch: Any) -> None:
+    """A process serving many schemas compiles each statement once per schema: the
+    cache of compiled statements keeps at most MAX_COMPILED of them."""
+    monkeypatch.setattr(_driver, "MAX_COMPILED", 2)
+    configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": i} for i in range(3)])
+    await door.put_writes(configs[-1], [("step", 9)], "task-1")
+    got = await door.get_tuple(_config("t"))
+    assert got.checkpoint["channel_values"]["step"] == 2 and len(got.pending_writes) == 1
+    assert len(_driver._CACHE) <= 2

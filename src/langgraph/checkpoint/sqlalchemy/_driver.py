@@ -100,6 +100,10 @@ class _Compiled:
         return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
 
 
+#: Most compiled statements kept: a process that serves many schemas (a schema per
+#: tenant) compiles each statement once per schema; the oldest go first.
+MAX_COMPILED = 4096
+
 _CACHE: dict[tuple[int, Any, Any], _Compiled] = {}
 _KEEP: dict[int, ClauseElement] = {}
 _LOCK = threading.Lock()
@@ -114,6 +118,8 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
         with _LOCK:
             _KEEP[id(construct)] = construct  # ids stay valid: constructs are kept
             _CACHE[full] = found
+            while len(_CACHE) > MAX_COMPILED:
+                del _CACHE[next(iter(_CACHE))]
     return found
 
 
