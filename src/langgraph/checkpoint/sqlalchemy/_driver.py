@@ -23,6 +23,7 @@ rendering (an expanding ``IN``) also goes through ``Connection.execute``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,7 @@ Processor = Callable[[Any], Any] | None
 
 
 class _Compiled:
-    """One construct compiled for one dialect (see :func:`_compile`)."""
+    """One construct compiled for one dialect and schema map (kept by :func:`_compiled`)."""
 
     __slots__ = (
         "_columns",
@@ -138,36 +139,36 @@ def _run(conn: Connection, construct: ClauseElement, params: Mapping[str, Any], 
     cursor = fairy.cursor()
     try:
         cursor.execute(c.sql, args)
-        if c.row_type is None:
-            return None
-        raw = cursor.fetchall()
-        if c.result is None:
-            dialect = conn.dialect
-            description = cursor.description
-            c.result = tuple(
-                (i, p)
-                for i, (col, desc) in enumerate(zip(c._columns, description, strict=True))
-                if (p := col.type.dialect_impl(dialect).result_processor(dialect, desc[1]))
-                is not None
-            )
-        make = c.row_type._make
-        if not c.result:
-            return [make(r) for r in raw]
-        out = []
-        for r in raw:
-            values = list(r)
-            for i, p in c.result:
-                values[i] = p(values[i])
-            out.append(make(values))
-        return out
+        raw = cursor.fetchall() if c.row_type is not None else None
+        description = cursor.description
     except Exception as e:
+        with contextlib.suppress(Exception):
+            cursor.close()  # a cursor of a dropped connection must not hide the error
         if isinstance(e, conn.dialect.loaded_dbapi.Error):
             # SQLAlchemy's own handler: wraps the error in DBAPIError, invalidates the
             # pool on a dropped connection, runs handle_error listeners.
             conn._handle_dbapi_exception(e, c.sql, args, cursor, None)
         raise
-    finally:
-        cursor.close()
+    cursor.close()
+    if raw is None:
+        return None
+    if c.result is None:
+        dialect = conn.dialect
+        c.result = tuple(
+            (i, p)
+            for i, (col, desc) in enumerate(zip(c._columns, description, strict=True))
+            if (p := col.type.dialect_impl(dialect).result_processor(dialect, desc[1])) is not None
+        )
+    make = c.row_type._make
+    if not c.result:
+        return [make(r) for r in raw]
+    out = []
+    for r in raw:
+        values = list(r)
+        for i, p in c.result:
+            values[i] = p(values[i])
+        out.append(make(values))
+    return out
 
 
 def rows(
