@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 from .backends import DIALECTS, Servers
 from .report import build_rows, environment, markdown_section, old_section, print_table, update_doc
-from .runner import FULL, QUICK, Bench, log
+from .runner import FULL, QUICK, Bench, Sizes, log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -34,11 +34,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeats", type=int, help="override the number of repeats")
     parser.add_argument(
+        "--render",
+        metavar="JSON",
+        help="run nothing: rebuild the table from a saved run's JSON with the current "
+        "targets, print it (and rewrite the doc's section with --markdown)",
+    )
+    parser.add_argument(
         "--dialects",
         default=",".join(DIALECTS),
         help="comma list of sqlite, postgres, mariadb (default: all)",
     )
     args = parser.parse_args(argv)
+    if args.render:
+        return render(args.render, markdown=args.markdown)
     dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))
     sizes = QUICK if args.quick else FULL
     if args.repeats:
@@ -80,6 +88,20 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(result, f, indent=1)
     print(f"JSON: {args.out}")
     if args.markdown:
+        update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
+        print(f"Markdown: {DOC}")
+    return 0
+
+
+def render(path: str, *, markdown: bool) -> int:
+    """Rebuild the rows of a saved run (its raw figures) with the current targets."""
+    with open(path, encoding="utf-8") as f:
+        result = json.load(f)
+    raw = {(r["metric"], r["dialect"], r["mode"], r["impl"]): r["values"] for r in result["raw"]}
+    sizes = Sizes(**result["sizes"])
+    rows = build_rows(raw, sizes, tuple(result["dialects"]))
+    print_table(rows)
+    if markdown:
         update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
         print(f"Markdown: {DOC}")
     return 0

@@ -172,6 +172,7 @@ async def test_compiled_statements_are_bounded(door: Door, monkeypatch: Any) -> 
     """A process serving many schemas compiles each statement once per schema: the
     cache of compiled statements keeps at most MAX_COMPILED of them."""
     monkeypatch.setattr(_driver, "MAX_COMPILED", 2)
+    monkeypatch.setattr(_driver, "_CACHE", {})  # the process's cache holds earlier tests'
     configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": i} for i in range(3)])
     await door.put_writes(configs[-1], [("step", 9)], "task-1")
     got = await door.get_tuple(_config("t"))
