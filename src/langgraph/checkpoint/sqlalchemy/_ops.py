@@ -84,12 +84,7 @@ class Statements:
             checkpoints.c.thread_id == bindparam("thread_id"),
             checkpoints.c.checkpoint_ns == bindparam("checkpoint_ns"),
         )
-        latest = (
-            select(*CHECKPOINT_COLUMNS)
-            .where(*where_ns)
-            .order_by(checkpoints.c.checkpoint_id.desc())
-            .limit(1)
-        )
+        latest = qb.newest_first(select(*CHECKPOINT_COLUMNS), checkpoints)
         by_id = select(*CHECKPOINT_COLUMNS).where(
             *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
         )
@@ -97,12 +92,7 @@ class Statements:
         # (one result row a write, or one with NULL write columns).
         self.latest = _with_writes(latest)
         self.by_id = _with_writes(by_id)
-        self.newest_id = (
-            select(checkpoints.c.checkpoint_id)
-            .where(*where_ns)
-            .order_by(checkpoints.c.checkpoint_id.desc())
-            .limit(1)
-        )
+        self.newest_id = qb.newest_first(select(checkpoints.c.checkpoint_id), checkpoints)
         self._blob_columns = (
             blobs.c.thread_id,
             blobs.c.checkpoint_ns,

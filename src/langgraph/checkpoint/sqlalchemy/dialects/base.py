@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from sqlalchemy import Connection, Engine, Table, bindparam, tuple_
+from sqlalchemy import Connection, Engine, Select, Table, bindparam, tuple_
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
@@ -156,6 +156,24 @@ class QueryBuilder(ABC):
             dialect.server_version_info,
             dialect.max_identifier_length,
             dialect.label_length,
+        )
+
+    def newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
+        """``stmt`` (a SELECT of ``table``, the checkpoints table) narrowed to one thread
+        and namespace, bound as ``thread_id`` and ``checkpoint_ns``, newest checkpoint
+        first, one row: the read of ``get_tuple`` without a checkpoint id.
+
+        Default: both columns equal to their parameter, ``ORDER BY checkpoint_id DESC
+        LIMIT 1`` (the primary key's order within the namespace).
+        """
+        c = table.c
+        return (
+            stmt.where(
+                c.thread_id == bindparam("thread_id"),
+                c.checkpoint_ns == bindparam("checkpoint_ns"),
+            )
+            .order_by(c.checkpoint_id.desc())
+            .limit(1)
         )
 
     def combine_writes(self, main: Any, *others: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     Boolean,
     Connection,
+    Select,
     Table,
     Text,
     bindparam,
@@ -61,6 +62,26 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         """``AUTOCOMMIT``: no transaction around a one-statement read or write, two round
         trips fewer."""
         return {"isolation_level": "AUTOCOMMIT"}
+
+    def newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
+        """The thread bound as a range of one value (``thread_id >= :t AND thread_id <=
+        :t``) and ordered by ``thread_id, checkpoint_id``: an order only the primary key
+        gives. With plain equality PostgreSQL drops the constant thread from the order
+        and may plan ``ORDER BY checkpoint_id DESC LIMIT 1`` on the global checkpoint-id
+        index, which then walks every newer checkpoint of other threads: measured 1.2 ms
+        against 0.04 ms for a thread of 1,000 among 11,000 checkpoints, growing with the
+        rows of other threads."""
+        c = table.c
+        thread: Any = bindparam("thread_id")
+        return (
+            stmt.where(
+                c.thread_id >= thread,
+                c.thread_id <= thread,
+                c.checkpoint_ns == bindparam("checkpoint_ns"),
+            )
+            .order_by(c.thread_id.desc(), c.checkpoint_id.desc())
+            .limit(1)
+        )
 
     def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
         """``(a, b) IN (SELECT * FROM unnest(?, ?))`` with one array a column: planning a
