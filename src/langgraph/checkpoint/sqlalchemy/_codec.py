@@ -13,6 +13,7 @@ a call's arguments and the rows the operations take or give, both ways.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from . import _history, _inline, _listing, _maintenance, _ops, _strict
 from ._canonical import canonical_json
 from ._valuecache import ValueCache
-from .errors import CheckpointConfigError, CheckpointDecodeError, CheckpointMetadataError
+from .errors import (
+    CheckpointClockSkewError,
+    CheckpointConfigError,
+    CheckpointDecodeError,
+    CheckpointMetadataError,
+)
 from .schema import (
     CHANNEL_MAX_LENGTH,
     CHECKPOINT_NS_MAX_LENGTH,
@@ -263,6 +269,29 @@ def _own_id(checkpoint: Checkpoint, parent_id: str | None) -> str:
             "(config['configurable']['checkpoint_id']); pass the parent's id."
         )
     return checkpoint_id
+
+
+#: A time-ordered UUID (version 6 or 7) as text: such ids sort by time, byte for byte and
+#: in every database's collation (same dashes, lower-case hex).
+_TIME_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[67][0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def check_child_order(checkpoint_id: str, parent_id: str | None) -> None:
+    """Refuse a checkpoint that would sort at or below its parent (clock skew).
+
+    Only for time-ordered UUIDs on both sides (LangGraph's own ids): other ids carry no
+    order the saver could check.
+
+    Raises:
+        CheckpointClockSkewError: ``checkpoint_id`` sorts before ``parent_id``.
+    """
+    if (
+        parent_id
+        and checkpoint_id < parent_id
+        and _TIME_UUID.match(checkpoint_id)
+        and _TIME_UUID.match(parent_id)
+    ):
+        raise CheckpointClockSkewError(checkpoint_id, parent_id)
 
 
 def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:

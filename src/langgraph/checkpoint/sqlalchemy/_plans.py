@@ -68,6 +68,9 @@ class Plans:
     ) -> Plan[RunnableConfig]:
         """``put`` (``writes`` None) or ``put_with_writes`` (``writes`` given)."""
         rows, stored = self.codec.put_rows(config, cp, meta, versions)
+        if writes is None:  # a run's put (transfer copies histories as they are)
+            row = rows.checkpoint
+            _codec.check_child_order(row["checkpoint_id"], row["parent_checkpoint_id"])
         if writes is not None:
             # transfer: the writes in the same transaction, no conflict check.
             rows = rows._replace(writes=self.codec.pending_rows(stored, writes))

@@ -9,6 +9,7 @@ two of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceErr
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointClockSkewError",
     "CheckpointConfigError",
     "CheckpointConflictError",
     "CheckpointConnectionError",
@@ -40,6 +41,34 @@ class CheckpointConfigError(ValueError):
     non-string ``checkpoint_ns`` or ``checkpoint_id``, or an id longer than its column
     (see :mod:`langgraph.checkpoint.sqlalchemy.schema` for the limits).
     """
+
+
+class CheckpointClockSkewError(CheckpointConfigError):
+    """A checkpoint whose id sorts at or below its parent's: it would never be the latest.
+
+    LangGraph's latest checkpoint of a thread is the one with the highest
+    ``checkpoint_id``, and LangGraph makes ids (UUID version 6) from the writing host's
+    clock. A run continued on a host whose clock is behind the parent's host writes a
+    child that sorts before its parent: ``get_tuple`` without an id would keep returning
+    the parent, and the child's step would be lost from view. Raised before anything is
+    written, for ids that are time-ordered UUIDs (versions 6 and 7) on both sides.
+
+    Attributes:
+        checkpoint_id: The id of the checkpoint being put.
+        parent_checkpoint_id: The id of its parent (``config["configurable"]
+            ["checkpoint_id"]``).
+    """
+
+    def __init__(self, checkpoint_id: str, parent_checkpoint_id: str) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.parent_checkpoint_id = parent_checkpoint_id
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} sorts before its parent {parent_checkpoint_id!r}, "
+            "so it would never be the thread's latest checkpoint. Checkpoint ids are made "
+            "from the writing host's clock: this host's clock is probably behind the one "
+            "that wrote the parent. Synchronise the clocks (NTP) and retry; nothing was "
+            "stored."
+        )
 
 
 class CheckpointMetadataError(ValueError):

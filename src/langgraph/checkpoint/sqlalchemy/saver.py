@@ -418,6 +418,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             CheckpointMetadataError: Metadata that is not JSON.
             CheckpointConflictError: ``detect_conflicts`` is on and another checkpoint of
                 the namespace was stored since this one's parent (a run's step only).
+            CheckpointClockSkewError: The checkpoint's id sorts before its parent's (the
+                writing host's clock is behind): it would never be the latest.
         """
         return self._doors.drive(self._plans.put(config, checkpoint, metadata, new_versions))
 
