@@ -129,9 +129,17 @@ def _listened(conn: Connection) -> bool:
     return bool(dispatch.before_cursor_execute) or bool(dispatch.after_cursor_execute)
 
 
-def _run(conn: Connection, construct: ClauseElement, params: Mapping[str, Any], key: Any) -> Any:
-    """Execute on the DBAPI cursor; return the cursor's rows (or None)."""
+def _driven(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled | None:
+    """The compiled form to run on the cursor, or None when the statement must go
+    through ``Connection.execute`` (a cursor listener, an expanding ``IN``)."""
+    if _listened(conn):
+        return None
     c = _compiled(conn, construct, key)
+    return None if c.expanding else c
+
+
+def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any]) -> Any:
+    """Execute on the DBAPI cursor; return the cursor's rows (or None)."""
     if not conn.in_transaction():
         conn.begin()  # what Connection.execute's autobegin does (the dialect's hooks)
     args = c.parameters(params)
@@ -188,19 +196,21 @@ def rows(
     Raises:
         sqlalchemy.exc.DBAPIError: The driver's error, wrapped as SQLAlchemy wraps it.
     """
-    if _listened(conn) or _compiled(conn, construct, key).expanding:
+    c = _driven(conn, construct, key)
+    if c is None:
         return list(conn.execute(construct, dict(params)).all())  # type: ignore[call-overload]
-    return _run(conn, construct, params, key)  # type: ignore[no-any-return]
+    return _run(conn, c, params)  # type: ignore[no-any-return]
 
 
 def execute(
     conn: Connection, construct: ClauseElement, params: Mapping[str, Any], key: Any
 ) -> None:
     """Execute a data-changing construct once (see :func:`rows` for the arguments)."""
-    if _listened(conn) or _compiled(conn, construct, key).expanding:
+    c = _driven(conn, construct, key)
+    if c is None:
         conn.execute(construct, dict(params))  # type: ignore[call-overload]
         return
-    _run(conn, construct, params, key)
+    _run(conn, c, params)
 
 
 #: Most rows in one multi-row INSERT of :func:`insert_rows` (a graph step stores a few;

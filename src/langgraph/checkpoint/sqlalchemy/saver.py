@@ -161,7 +161,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         if shared is None:
             engine, async_engine, owned = engine_pair(engine, async_engine)
         else:
-            engine, async_engine, owned = shared.engine, shared.async_engine, []
+            engine, async_engine = shared.engine, shared.async_engine
+            owned = [engine, async_engine]  # disposed when the last of its savers closes
         self.schema = schema
         self.engine = engine
         self.async_engine = async_engine
@@ -238,7 +239,6 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         except BaseException:
             SHARED.release(shared)
             raise
-        saver._doors.owned = [shared.engine, shared.async_engine]
         return saver
 
     @property
