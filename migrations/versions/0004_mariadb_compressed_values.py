@@ -23,47 +23,37 @@ from collections.abc import Sequence
 
 from alembic import context, op
 
+from langgraph.checkpoint.sqlalchemy.dialects import query_builder
+
 revision: str = "0004_mariadb_compressed_values"
 down_revision: str | None = "0003_long_names"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _TABLE = "lgsa_checkpoints"
-#: (column, NULL or NOT NULL): both LONGBLOB, as in :data:`..schema.BINARY`.
-_COLUMNS = (("checkpoint", "NOT NULL"), ("inline_values", "NULL"))
-#: MariaDB-only text: run by MariaDB >= 10.3.2, a comment for MySQL.
-_COMPRESSED = "/*M!100302 COMPRESSED*/"
+#: (column, nullable): both LONGBLOB on MySQL/MariaDB, as in :data:`..schema.BINARY`.
+_COLUMNS = (("checkpoint", False), ("inline_values", True))
 
 
-def _applies() -> bool:
-    dialect = op.get_context().dialect
-    if dialect.name not in ("mysql", "mariadb"):
-        return False
-    if context.is_offline_mode():
-        return True  # the executable comment leaves MySQL's columns as they are
-    version = dialect.server_version_info or ()
-    return bool(getattr(dialect, "is_mariadb", False)) and tuple(version) >= (10, 3, 2)
-
-
-def _modify(attribute: str) -> None:
-    context_ = op.get_context()
-    quote = context_.dialect.identifier_preparer.quote
-    schema = context_.version_table_schema
-    table = f"{quote(schema)}.{quote(_TABLE)}" if schema else quote(_TABLE)
-    changes = ", ".join(
-        f"MODIFY {quote(name)} LONGBLOB {attribute} {null}".replace("  ", " ")
-        for name, null in _COLUMNS
-    )
-    # Names quoted by the dialect; no text here comes from a caller but the schema name.
-    op.execute(f"ALTER TABLE {table} {changes}")
+def _compress(on: bool) -> None:
+    # The dialect says what, if anything, to run (QueryBuilder.compressed_columns_ddl).
+    ctx = op.get_context()
+    qb = query_builder(ctx.dialect.name)
+    for statement in qb.compressed_columns_ddl(
+        ctx.dialect,
+        _TABLE,
+        _COLUMNS,
+        ctx.version_table_schema,
+        compressed=on,
+        offline=context.is_offline_mode(),
+    ):
+        op.execute(statement)
 
 
 def upgrade() -> None:
     # Idempotent: a second run (DDL is not transactional on MariaDB) modifies again.
-    if _applies():
-        _modify(_COMPRESSED)
+    _compress(True)
 
 
 def downgrade() -> None:
-    if _applies():
-        _modify("")
+    _compress(False)

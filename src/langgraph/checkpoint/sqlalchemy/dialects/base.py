@@ -349,6 +349,34 @@ class QueryBuilder(ABC):
         """The name to give a primary key constraint in DDL: ``name`` by default."""
         return name
 
+    def compressed_columns_ddl(
+        self,
+        dialect: Dialect,
+        table: str,
+        columns: Sequence[tuple[str, bool]],
+        schema: str | None,
+        *,
+        compressed: bool,
+        offline: bool,
+    ) -> list[str]:
+        """DDL that turns server-side compression of binary value columns on or off
+        (revision ``0004``): for a database that stores long values uncompressed and
+        out of the row's page. The default is none: the database compresses already
+        (PostgreSQL's TOAST) or has no such option.
+
+        Args:
+            dialect: The migration's dialect (server version, identifier quoting).
+            table: The table's name.
+            columns: ``(column, nullable)`` of each binary column.
+            schema: The table's schema, or None.
+            compressed: Turn compression on (upgrade) or off (downgrade).
+            offline: Alembic's ``--sql`` mode: no server to ask its version.
+
+        Returns:
+            Statements to run, in order.
+        """
+        return []
+
     def ensure_version_table(self, connection: Connection, name: str, schema: str | None) -> None:
         """Create Alembic's version table ahead of Alembic where Alembic's own DDL would
         draw a warning. The default does nothing: Alembic creates it."""

@@ -126,6 +126,34 @@ class MySQLQueryBuilder(QueryBuilder):
             getattr(extra, "_backslash_escapes", None),
         )
 
+    def compressed_columns_ddl(
+        self,
+        dialect: Dialect,
+        table: str,
+        columns: Sequence[tuple[str, bool]],
+        schema: str | None,
+        *,
+        compressed: bool,
+        offline: bool,
+    ) -> list[str]:
+        """MariaDB 10.3.2+: ``LONGBLOB COMPRESSED`` columns (zlib in the server). InnoDB
+        keeps a long value uncompressed on an overflow page of its own: a realistic
+        checkpoint row took a 16 kB page for 8 kB of values. MySQL has no such
+        attribute: offline SQL wraps it in MariaDB's executable comment, which MySQL
+        reads as a comment; online, only a MariaDB server is altered."""
+        extra: Any = dialect
+        version = tuple(dialect.server_version_info or ())
+        if not offline and not (getattr(extra, "is_mariadb", False) and version >= (10, 3, 2)):
+            return []
+        quote = dialect.identifier_preparer.quote
+        name = f"{quote(schema)}.{quote(table)}" if schema else quote(table)
+        attribute = " /*M!100302 COMPRESSED*/" if compressed else ""
+        changes = ", ".join(
+            f"MODIFY {quote(column)} LONGBLOB{attribute} {'NULL' if nullable else 'NOT NULL'}"
+            for column, nullable in columns
+        )
+        return [f"ALTER TABLE {name} {changes}"]
+
     def insert_ignore(self, table: Table) -> Insert:
         """``ON DUPLICATE KEY UPDATE`` of a key column to itself (``INSERT IGNORE`` would
         also hide truncation)."""
