@@ -5,7 +5,8 @@ engine's four handles (one per access, each with its execution options) and open
 connection for an access. The sync engine has one set; async engines have one set per
 event loop (:class:`PerLoopEngines`), because an async connection is used only on its own
 loop. :class:`Runner` runs an operation, a sync function on a ``Connection``, through
-either door (checking the schema once and retrying once on a dropped connection), and
+either door (checking the schema once and retrying through transient failures, see
+:class:`~._retry.Retry`), and
 runs a method's plan (:data:`Plan`) of operations.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
@@ -26,25 +27,25 @@ import copy
 import enum
 import sqlite3
 import threading
-from collections import OrderedDict
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import migrate
-from ._engines import EngineURLs, engine_pair
-from .dialects import WRITE_OPTION, QueryBuilder, query_builder
-from .errors import CheckpointConnectionError, SchemaOutOfDateError
+from ._retry import RETRY_TIMEOUT, Retry
+
+if TYPE_CHECKING:
+    from ._shared import SharedDoors
+from .dialects import WRITE_OPTION, QueryBuilder
+from .errors import SchemaOutOfDateError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
 _DIALECT_WAIT = 30.0
-#: Tries of an operation when the server drops the connection under it (see
-#: :meth:`Runner.raise_unless_retry`).
-_ATTEMPTS = 2
 
 
 class Access(enum.Enum):
@@ -215,113 +216,6 @@ def access_options(qb: QueryBuilder, schema: str | None) -> dict[Access, dict[st
     }
 
 
-def shared_key(urls: EngineURLs, schema: str | None, kwargs: Mapping[str, Any]) -> Any:
-    """The key of the shared engines of ``from_conn_string`` (:class:`DoorRegistry`), or
-    None when the engine arguments are not plain values (callables, SSL contexts) or
-    the database is in memory: such savers get engines of their own.
-
-    Args:
-        urls: The engines' URLs.
-        schema: The saver's schema.
-        kwargs: The engine arguments.
-
-    Returns:
-        A hashable key, or None.
-    """
-    plain = (str, int, float, bool, type(None))
-    if urls.memory or not all(isinstance(v, plain) for v in kwargs.values()):
-        return None
-    return (
-        urls.sync.render_as_string(hide_password=False),
-        urls.async_.render_as_string(hide_password=False),
-        schema,
-        tuple(sorted(kwargs.items())),
-    )
-
-
-def own_engines(
-    urls: EngineURLs, kwargs: Mapping[str, Any]
-) -> tuple[Engine, AsyncEngine, sqlite3.Connection | None]:
-    """Engines of a saver's own (not shared), and the connection that keeps an in-memory
-    SQLite database alive while the saver is open (or None)."""
-    # check_same_thread=False: construction, use and close() may be on any threads.
-    keeper = (
-        sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
-    )
-    return create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs), keeper
-
-
-class SharedDoors:
-    """An engine pair and its doors, shared by the savers that ``from_conn_string``
-    builds for the same URLs, engine arguments and schema (see :class:`DoorRegistry`).
-
-    Args:
-        engine: The sync engine.
-        async_engine: The async engine.
-        options: Execution options of each access.
-    """
-
-    def __init__(self, engine: Engine, async_engine: AsyncEngine, options: AccessOptions) -> None:
-        self.engine = engine
-        self.async_engine = async_engine
-        self.sync = Doors(engine, options)
-        self.per_loop = PerLoopEngines(async_engine, options)
-        self.users = 0
-
-    @classmethod
-    def make(cls, urls: EngineURLs, kwargs: Mapping[str, Any], schema: str | None) -> SharedDoors:
-        """New engines for ``urls`` (configured for the saver) and their doors."""
-        engine, async_engine, _ = engine_pair(
-            create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs)
-        )
-        qb = query_builder(engine.dialect.name)
-        return cls(engine, async_engine, access_options(qb, schema))
-
-
-class DoorRegistry:
-    """The process's :class:`SharedDoors`, by key (URLs, engine arguments, schema).
-
-    SQLAlchemy's advice is one engine per database per process: an engine is made once,
-    its dialect initialised at its first connection, its statements compiled once. A
-    saver opened for a few calls (a request handler, a job) and closed again would
-    otherwise make and initialise two engines each time (~5 ms on SQLite, more than
-    its calls). Savers built by ``from_conn_string`` for the same key therefore share
-    one engine pair, its pool and its per-loop engines; the pools are disposed (every
-    connection closed) when the last of them closes, and the engines are kept for the
-    next saver (at most :attr:`max_idle` unused pairs, the least recently used dropped).
-    """
-
-    max_idle = 8
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[Any, SharedDoors] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def acquire(self, key: Any, make: Callable[[], SharedDoors]) -> SharedDoors:
-        """The shared doors of ``key`` (made by ``make`` the first time), counted as used
-        until :meth:`release`."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                entry = self._entries[key] = make()
-            self._entries.move_to_end(key)
-            entry.users += 1
-            idle = [k for k, e in self._entries.items() if e.users == 0]
-            for k in idle[: max(0, len(idle) - self.max_idle)]:
-                del self._entries[k]  # disposed when its last user closed
-            return entry
-
-    def release(self, entry: SharedDoors) -> bool:
-        """Count one user less; True when it was the last (dispose the pools then)."""
-        with self._lock:
-            entry.users -= 1
-            return entry.users == 0
-
-
-#: The registry of savers built by ``from_conn_string``.
-SHARED = DoorRegistry()
-
-
 class Runner:
     """Runs the saver's operations through its two doors.
 
@@ -332,6 +226,9 @@ class Runner:
         qb: The dialect's query builder (errors, ``async_in_thread``).
         schema: The PostgreSQL schema of the tables, for the schema check.
         owned: The engines the saver made, disposed by :meth:`close`.
+        shared: The shared doors of ``from_conn_string`` (or None: the saver's own).
+        retry_timeout: Seconds to retry an operation through transient failures
+            (:class:`~._retry.Retry`).
 
     Attributes:
         keeper: The connection that keeps a shared in-memory SQLite database alive
@@ -348,8 +245,10 @@ class Runner:
         *,
         owned: list[Engine | AsyncEngine],
         shared: SharedDoors | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
     ) -> None:
         self.owned = owned
+        self.retry_timeout = retry_timeout
         self.keeper: sqlite3.Connection | None = None
         self.shared = shared
         self._released = False
@@ -386,7 +285,7 @@ class Runner:
             return not self._released
         shared, self.shared = self.shared, None
         self._released = True
-        return SHARED.release(shared)
+        return shared.release()
 
     def _dispose_sync(self) -> None:
         for engine in self.owned:
@@ -402,17 +301,18 @@ class Runner:
             self.keeper = None
 
     def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
-        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried once on
-        a dropped connection (see :meth:`raise_unless_retry`)."""
-        for attempt in range(_ATTEMPTS):
+        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried through
+        transient failures (see :class:`~._retry.Retry`)."""
+        retry: Retry | None = None
+        while True:
             try:
                 with self.sync.connect(access) as conn:
                     if not self.schema_checked:
                         self.check_schema(conn)
                     return op(conn, *args)
-            except DBAPIError as e:
-                self.raise_unless_retry(e, attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+            except (DBAPIError, ConnectionError) as e:
+                retry = retry or self.retry()
+                time.sleep(retry.pause(e))
 
     async def arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
         """:meth:`run` for the async methods: the same function through
@@ -423,15 +323,31 @@ class Runner:
             # QueryBuilder.async_in_thread): the event loop is never blocked.
             return await asyncio.to_thread(self.run, access, op, args)
         conn: AsyncConnection
-        for attempt in range(_ATTEMPTS):
+        retry: Retry | None = None
+        while True:
             try:
                 async with self.per_loop.current().connect(access) as conn:
                     if not self.schema_checked:
                         await conn.run_sync(self.check_schema)
                     return await conn.run_sync(op, *args)
-            except DBAPIError as e:
-                self.raise_unless_retry(e, attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+            except (DBAPIError, ConnectionError) as e:
+                retry = retry or self.retry()
+                await asyncio.sleep(retry.pause(e))
+
+    def call(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` (work that opens its own connections, such as a migration),
+        retried through transient failures like :meth:`run`."""
+        retry: Retry | None = None
+        while True:
+            try:
+                return fn(*args)
+            except (DBAPIError, ConnectionError) as e:
+                retry = retry or self.retry()
+                time.sleep(retry.pause(e))
+
+    def retry(self) -> Retry:
+        """A new :class:`~._retry.Retry` for one call (its clock starts now)."""
+        return Retry(self.qb, self.retry_timeout, self.sync.engine.url)
 
     def drive(self, plan: Plan[R]) -> R:
         """Run a plan's operations one after the other through the sync door."""
@@ -446,22 +362,6 @@ class Runner:
         for access, op, args in steps:
             steps.result = await self.arun(access, op, args)
         return steps.value
-
-    def raise_unless_retry(self, error: DBAPIError, attempt: int) -> None:
-        """Return (to retry) when the server dropped the connection and this was the first
-        attempt: SQLAlchemy has invalidated the pool's connections of before the drop, and
-        every operation of the saver is idempotent (upserts, first-write-wins inserts,
-        deletes), so running it again on a fresh connection stores nothing twice.
-        Otherwise raise the typed error for ``error``."""
-        if error.connection_invalidated:
-            if attempt + 1 < _ATTEMPTS:
-                return
-            raise CheckpointConnectionError(
-                "lost the database connection, and again on a fresh one: "
-                f"{type(error.orig).__name__}: {error.orig}. Nothing of this call was "
-                "stored half-way (its transaction was rolled back); retry later."
-            ) from error
-        raise self.qb.translate_error(error) or error from error
 
     def check_schema(self, conn: Connection) -> None:
         """Once per saver: the database must be at the migration head this library ships,

@@ -13,9 +13,11 @@ __all__ = [
     "CheckpointConfigError",
     "CheckpointConflictError",
     "CheckpointConnectionError",
+    "CheckpointContentionError",
     "CheckpointDecodeError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
+    "CheckpointReadOnlyError",
     "DatabaseURLError",
     "DowngradeRefusedError",
     "DriverNotInstalledError",
@@ -177,14 +179,40 @@ class CheckpointDecodeError(ValueError):
         _identify(self, thread_id, checkpoint_ns, checkpoint_id=checkpoint_id, part=part)
 
 
-class CheckpointConnectionError(ConnectionError):
-    """The database connection was lost and the operation failed again on a new one.
+class CheckpointContentionError(CheckpointConflictError):
+    """Every attempt of a call lost to a concurrent transaction within the saver's
+    ``retry_timeout``: a deadlock, a serialization failure (PostgreSQL 40001/40P01), or a
+    Galera certification conflict (two nodes wrote the same row at once: error 1213).
 
-    The saver retries an operation once on a fresh connection when the server dropped the
-    old one (restart, failover, ``pg_terminate_backend``, ``KILL``); every operation is
-    idempotent, so a retry never stores anything twice. This error means the retry failed
-    too: nothing of the call is half-written (the transaction was rolled back). Retry
-    later; the saver stays usable.
+    The saver re-runs such a transaction by itself (every operation is idempotent); this
+    error means it kept losing. Nothing of the call was stored. Its thread and
+    checkpoint attributes are None (the database does not say which row conflicted).
+    """
+
+    def __init__(self, message: str) -> None:
+        RuntimeError.__init__(self, message)
+        self.thread_id = self.checkpoint_ns = self.newest_checkpoint_id = None  # type: ignore[assignment]
+        self.parent_checkpoint_id = None
+
+
+class CheckpointConnectionError(ConnectionError):
+    """The database could not be reached, or kept dropping the connection, for the
+    saver's whole ``retry_timeout`` (15 s by default).
+
+    The saver retries an operation on a fresh connection when the server dropped the old
+    one (restart, failover, ``pg_terminate_backend``, ``KILL``, a Galera node leaving the
+    cluster: error 1047), refused a new one (a server down at start: the same error), or
+    is not taking connections yet; every operation is idempotent, so a retry never stores
+    anything twice. This error means every attempt failed: nothing of the call is
+    half-written (each transaction was rolled back). Retry later; the saver stays usable.
+    """
+
+
+class CheckpointReadOnlyError(CheckpointConnectionError):
+    """A write reached a read-only server (a PostgreSQL hot standby, a MySQL/MariaDB
+    server with ``read_only``) and it stayed read-only for the saver's whole
+    ``retry_timeout``. During a promotion the saver retries until the new primary takes
+    the write; this error names the server when none did. Nothing was stored.
     """
 
 

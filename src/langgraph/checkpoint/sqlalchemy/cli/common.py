@@ -295,7 +295,8 @@ def open_saver(
     url = url or args.url
     _require(url, option, create=create)
     args.url_in_use = url
-    saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema)
+    # An operator's command fails fast on a server that is down (one retry, at once).
+    saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema, retry_timeout=0)
     try:
         check_threads(saver, threads, what)
         yield saver
@@ -369,6 +370,13 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
     at = f" at {masked(_resolve_or_text(url))}" if url else ""
     if isinstance(e, CommandError):
         return str(e), e.code
+    lost = isinstance(e, errors.CheckpointConnectionError)
+    if (
+        lost
+        and not isinstance(e, errors.CheckpointReadOnlyError)
+        and isinstance(e.__cause__, DBAPIError)
+    ):
+        return explain(e.__cause__, url)  # the driver's own words
     if isinstance(e, _NOT_FOUND):
         return str(e), 1
     if isinstance(e, NoSuchModuleError):

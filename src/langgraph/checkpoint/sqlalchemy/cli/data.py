@@ -160,6 +160,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             report = transfer.import_threads(saver, fp)
     except transfer.ExportFormatError as e:
         raise CommandError(f"{args.file}: {e}", 2) from e
+    except ConnectionError:
+        raise  # the database's (CheckpointConnectionError), not the file's
     except OSError as e:
         raise CommandError(f"{args.file}: {e.strerror or e}", 2) from e
 

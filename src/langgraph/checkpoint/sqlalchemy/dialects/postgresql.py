@@ -2,8 +2,9 @@
 
 Key lookups through ``unnest`` of one array a column, JSONB filters, one-statement
 reads and writes in autocommit, and every lock an advisory lock on a 64-bit hash
-(``pg_advisory_xact_lock`` for writers and migrations, session-level
-``pg_try_advisory_lock`` for ``lock_thread``).
+(``pg_advisory_xact_lock`` for writers and migrations: transaction-scoped, so correct
+behind a transaction pooler), the SQLSTATEs the saver retries, and the server clock of
+``lock_thread``'s lease rows.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from sqlalchemy import (
     Text,
     bindparam,
     cast,
+    extract,
     func,
     literal,
     select,
     tuple_,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
 from .base import QueryBuilder
@@ -54,8 +57,14 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     }
     extra = _EXTRA
     url_aliases = ("postgres",)
-    #: Advisory locks are the session's (:meth:`try_thread_lock`).
-    thread_lock_uses_connection = True
+    #: SQLSTATEs of a server that is going away or not yet taking connections, or of a
+    #: connection that broke: the pool must drop its connections (a promotion moves
+    #: the primary; ``admin_shutdown`` is a stopped or failed-over server).
+    disconnect_states: ClassVar[frozenset[str]] = frozenset(
+        {"57P01", "57P02", "57P03", "25006", "08000", "08001", "08003", "08004", "08006"}
+    )
+    #: SQLSTATEs of a transaction that lost to a concurrent one.
+    conflict_states: ClassVar[frozenset[str]] = frozenset({"40001", "40P01"})
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
@@ -131,19 +140,52 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         connection.execute(select(func.pg_advisory_xact_lock(_lock_key("put", key))))
         yield
 
-    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
-        """Session-level ``pg_try_advisory_lock`` on ``connection``; the handle is the key."""
-        assert connection is not None
-        key = _lock_key("thread", thread_id)
-        got = connection.execute(select(func.pg_try_advisory_lock(key))).scalar()
-        connection.commit()  # the lock is the session's; no transaction stays open
-        return key if got else None
+    def clock(self) -> ColumnElement[Any]:
+        """``EXTRACT(EPOCH FROM clock_timestamp())``: the server's time now (not the
+        transaction's start)."""
+        return extract("epoch", func.clock_timestamp())
 
-    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
-        """``pg_advisory_unlock``."""
-        assert connection is not None
-        connection.execute(select(func.pg_advisory_unlock(handle)))
-        connection.commit()
+    @classmethod
+    def error_code(cls, error: BaseException | None) -> Any:
+        """The SQLSTATE (psycopg, asyncpg: ``sqlstate``; psycopg2: ``pgcode``)."""
+        return getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+
+    @classmethod
+    def is_disconnect(cls, error: BaseException | None) -> bool:
+        """A SQLSTATE of :attr:`disconnect_states` (``read_only_sql_transaction``
+        included: after a promotion a pooled connection may still reach the old primary,
+        now a standby, or a standby that a multi-host URL picked while no host was
+        writable), or a connection error with no SQLSTATE (the client's own: refused,
+        reset, timed out)."""
+        code = cls.error_code(error)
+        if code is None:
+            text = str(error)
+            return type(error).__name__ == "OperationalError" and not any(
+                marker in text for marker in _PERMANENT_CONNECT_FAILURES
+            )
+        return str(code) in cls.disconnect_states
+
+    def transient(self, error: DBAPIError) -> str | None:
+        """``"read-only"`` for SQLSTATE 25006, ``"conflict"`` for serialization failures
+        and deadlocks (40001, 40P01), else the base's answer."""
+        code = self.error_code(error.orig)
+        if code == "25006":
+            return "read-only"
+        if code in self.conflict_states:
+            return "conflict"
+        return super().transient(error)
+
+
+#: What libpq says when a connection is refused for good (no SQLSTATE reaches the
+#: client then): a missing database or role, a refused login. Not retried.
+_PERMANENT_CONNECT_FAILURES = (
+    "does not exist",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "password",
+    "permission denied",
+    "invalid",
+)
 
 
 def _lock_key(kind: str, key: str) -> int:

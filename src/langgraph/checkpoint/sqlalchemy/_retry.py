@@ -1,0 +1,106 @@
+"""Retries through transient failures: which database errors are retried, the pause
+before each new attempt, and the typed error raised when time is up (:class:`Retry`,
+used by :class:`~._loops.Runner` for every operation of the saver)."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError
+
+from .dialects import QueryBuilder
+from .errors import CheckpointConnectionError, CheckpointContentionError, CheckpointReadOnlyError
+
+__all__ = ["RETRY_TIMEOUT", "Retry"]
+
+#: Default of the saver's ``retry_timeout``: seconds an operation is retried through
+#: transient failures. A PostgreSQL promotion (the standby takes over within seconds) or
+#: a Galera node rejoining fits in it.
+RETRY_TIMEOUT = 15.0
+#: Longest pause between two attempts, in seconds.
+_MAX_PAUSE = 1.0
+
+
+class Retry:
+    """The retry of one call through transient failures: which errors are retried, the
+    pause before each new attempt, and the typed error when time is up.
+
+    Transient (the dialect's :meth:`.QueryBuilder.transient`): a lost or refused
+    connection, a read-only server (a standby; a promotion under way), a transaction
+    that lost to a concurrent one (deadlock, serialization failure, Galera certification
+    conflict). Every operation of the saver is idempotent (upserts, first-write-wins
+    inserts, deletes, and a conflict check that accepts its own checkpoint), so running
+    it again stores nothing twice; a failed attempt's transaction was rolled back.
+
+    The first retry of a lost connection is at once (a pool's connections from before a
+    server restart fail one after the other; SQLAlchemy drops them all at the first);
+    then pauses double from 50 ms up to 1 s, with jitter, until ``timeout`` seconds have
+    passed since the first failure. At least one retry is made, whatever ``timeout``.
+
+    Args:
+        qb: The dialect's query builder.
+        timeout: Seconds to keep retrying.
+        url: The database's URL, named in the errors (password hidden).
+    """
+
+    __slots__ = ("_attempt", "_started", "_timeout", "_url", "qb")
+
+    def __init__(self, qb: QueryBuilder, timeout: float, url: Any) -> None:
+        self.qb = qb
+        self._timeout = timeout
+        self._url = url
+        self._started = time.monotonic()
+        self._attempt = 0
+
+    def pause(self, error: BaseException) -> float:
+        """Seconds to wait before the next attempt after ``error``.
+
+        Raises:
+            CheckpointReadOnlyError: The server stayed read-only for the whole time.
+            CheckpointConnectionError: The connection failed for the whole time.
+            CheckpointContentionError: Every attempt lost to a concurrent transaction.
+            Exception: ``error`` itself (or its typed translation, such as
+                :class:`ValueTooLargeError`) when it is not transient.
+        """
+        if isinstance(error, DBAPIError):
+            kind = self.qb.transient(error)
+            if kind is None:
+                raise self.qb.translate_error(error) or error from error
+        elif isinstance(error, CheckpointConnectionError):
+            raise error
+        else:
+            kind = "connection"  # the driver's own (asyncpg raises OSError at connect)
+        attempt, self._attempt = self._attempt, self._attempt + 1
+        if attempt == 0 and kind == "connection":
+            return 0.0
+        pause = min(0.05 * float(1 << min(attempt, 10)), _MAX_PAUSE) * random.uniform(0.5, 1.0)
+        elapsed = time.monotonic() - self._started
+        if attempt > 0 and elapsed + pause > self._timeout:
+            raise self._give_up(kind, error, elapsed) from error
+        return pause
+
+    def _give_up(self, kind: str, error: BaseException, elapsed: float) -> Exception:
+        where = self._url.render_as_string(hide_password=True)
+        orig = getattr(error, "orig", None) or error
+        cause = f"{type(orig).__name__}: {orig}".strip()
+        tried = f"{self._attempt} attempts over {elapsed:.1f} s"
+        if kind == "read-only":
+            return CheckpointReadOnlyError(
+                f"the database server at {where} is read-only ({tried}): it is a standby, "
+                "or a primary being demoted. Writes need the primary: point the URL at it, "
+                "or list every host with target_session_attrs=read-write. Nothing of this "
+                f"call was stored. ({cause})"
+            )
+        if kind == "conflict":
+            return CheckpointContentionError(
+                f"the database at {where} refused this call's transaction for a "
+                f"concurrent one on every attempt ({tried}): {cause}. Nothing of it was "
+                "stored; retry later, or serialise the runs (saver.lock_thread)."
+            )
+        return CheckpointConnectionError(
+            f"cannot reach the database at {where} ({tried}): {cause}. Nothing of this "
+            "call was stored half-way (its transaction was rolled back); retry later, or "
+            "give the saver a longer retry_timeout."
+        )
