@@ -43,13 +43,13 @@ from sqlalchemy.pool import NullPool
 from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
 from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
 from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_urls
-from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION
+from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, query_builder
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 
 from .provision import BACKENDS, fresh_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
+OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes", "lgsa_locks"}
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "writes")
 HEAD = migrate.head_revision()
 TARGET_KINDS = [k for k in ("sqlite-file", "postgres", "mariadb") if k in BACKENDS]
@@ -377,7 +377,13 @@ async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Ta
         saver.put(_checkpoint_config(long_name), empty_checkpoint(), {}, {})
         with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
             _migrate(target, "down", "0002_inline_values")
-        assert _current(target) == HEAD
+        if query_builder(sa.make_url(target.url).get_backend_name()).transactional_ddl:
+            assert _current(target) == HEAD
+        else:
+            # MySQL/MariaDB DDL commits: the revisions above 0003 were undone before 0003
+            # refused, and the database stays, consistent, at the last of them.
+            assert _current(target) == "0004_mariadb_compressed_values"
+            _migrate(target, "up", "head")
         check_long = saver.get_tuple(_checkpoint_config(long_name))
         assert check_long is not None
         assert check_long.config["configurable"]["thread_id"] == long_name

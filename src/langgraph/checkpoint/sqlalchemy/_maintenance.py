@@ -6,19 +6,15 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Engine,
     and_,
     delete,
     distinct,
@@ -28,14 +24,11 @@ from sqlalchemy import (
     select,
     tuple_,
 )
-from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 
 from . import _history
-from ._loops import PerLoopEngines
 from ._ops import Statements, chunks
-from .dialects import QueryBuilder
-from .errors import ThreadLockTimeout, ThreadNotEmptyError
+from .errors import ThreadNotEmptyError
 from .schema import blobs, checkpoints, full_name, name_key, stored_full, writes
 
 PendingChannels = Callable[[Any], Sequence[str]]
@@ -347,92 +340,6 @@ def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str
         n, total = conn.execute(stmt).one()
         out[table.name] = {"rows": int(n), "bytes": int(total)}
     return out
-
-
-# -- per-thread lock across processes ------------------------------------------------------
-
-#: Seconds between two tries of a thread lock held elsewhere.
-_LOCK_POLL = 0.05
-
-
-@contextmanager
-def thread_lock(engine: Engine, qb: QueryBuilder, key: str, timeout: float) -> Iterator[None]:
-    """Hold the dialect's cross-process lock on a thread for the block (the saver's
-    ``lock_thread``): try it every :data:`_LOCK_POLL` seconds until ``timeout``.
-
-    Raises:
-        ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        conn = engine.connect() if qb.thread_lock_uses_connection else None
-        try:
-            handle = qb.try_thread_lock(conn, engine.url, key)
-        except BaseException:
-            if conn is not None:
-                conn.close()
-            raise
-        if handle is not None:
-            break
-        if conn is not None:
-            conn.close()
-        if time.monotonic() >= deadline:
-            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
-        time.sleep(_LOCK_POLL)
-    try:
-        yield
-    finally:
-        try:
-            qb.release_thread_lock(conn, handle)
-        finally:
-            if conn is not None:
-                conn.close()
-
-
-@asynccontextmanager
-async def athread_lock(
-    engines: PerLoopEngines, url: URL, qb: QueryBuilder, key: str, timeout: float
-) -> AsyncIterator[None]:
-    """:func:`thread_lock` for the saver's ``alock_thread``: waits without blocking the
-    event loop, holding a connection of the running loop's engine."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if qb.thread_lock_uses_connection:
-            aconn = await engines.current().engine.connect()
-            try:
-                handle = await aconn.run_sync(qb.try_thread_lock, url, key)
-            except BaseException:
-                await aconn.close()
-                raise
-            if handle is not None:
-                break
-            await aconn.close()
-        else:
-            handle = await asyncio.to_thread(qb.try_thread_lock, None, url, key)
-            if handle is not None:
-                aconn = None
-                break
-        if time.monotonic() >= deadline:
-            raise ThreadLockTimeout(_lock_timeout_message(key, timeout))
-        await asyncio.sleep(_LOCK_POLL)
-    try:
-        yield
-    finally:
-        try:
-            if aconn is not None:
-                await aconn.run_sync(qb.release_thread_lock, handle)
-            else:
-                qb.release_thread_lock(None, handle)
-        finally:
-            if aconn is not None:
-                await aconn.close()
-
-
-def _lock_timeout_message(thread_id: str, timeout: float) -> str:
-    return (
-        f"thread {thread_id!r} stayed locked by another run for {timeout} s; wait for it to "
-        "finish or raise lock_thread(timeout=...)"
-    )
 
 
 # -- transfer: what our tables hold of a copied thread ------------------------------------

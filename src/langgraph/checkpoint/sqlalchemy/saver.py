@@ -46,19 +46,13 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import _codec, _maintenance, _ops, _plans, _strict, migrate
+from . import _codec, _locks, _ops, _plans, _shared, _strict, migrate
 from ._codec import PendingWrite
 from ._engines import engine_pair, resolve_urls
-from ._loops import (
-    SHARED,
-    Access,
-    Runner,
-    SharedDoors,
-    access_options,
-    own_engines,
-    shared_key,
-)
+from ._loops import Access, Runner, access_options
 from ._maintenance import ThreadInfo
+from ._retry import RETRY_TIMEOUT
+from ._shared import SharedDoors
 from .dialects import query_builder
 
 __all__ = ["SQLAlchemySaver"]
@@ -124,9 +118,14 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             instead of LangGraph's default of handing back its raw fields as a dict. None
             (default): on when ``LANGGRAPH_STRICT_MSGPACK`` is 1/true/yes at
             construction. See :mod:`._strict`.
+        retry_timeout: Seconds an idempotent operation is retried through a lost or
+            refused connection, a read-only server (a promotion) or a lost conflict
+            (deadlock, Galera certification) before its typed error is raised (default
+            15). See :class:`._retry.Retry`.
 
     Raises:
-        ValueError: Neither engine was given, or ``inline_limit`` is out of range.
+        ValueError: Neither engine was given, ``inline_limit`` is out of range, or
+            ``retry_timeout`` is negative.
         UnsupportedDialectError: The engine's dialect is not supported.
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver of the other side
@@ -152,8 +151,13 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
     ) -> None:
         super().__init__(serde=serde)
+        if not retry_timeout >= 0:
+            raise ValueError(
+                f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
+            )
         inline_limit = _codec.check_inline_limit(inline_limit)
         strict = _strict.strict_from_env() if strict_decode is None else strict_decode
         # Set by from_conn_string on the instance before __init__: the shared engines.
@@ -169,6 +173,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._qb = qb = query_builder(engine.dialect.name)
         options = access_options(qb, schema)
         self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
+        self._doors.retry_timeout = retry_timeout
         self._st = _ops.statements_for(qb)
         self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
@@ -183,6 +188,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -194,7 +200,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         Savers built here for the same URL, schema and plain engine arguments share one
         engine pair (one engine per database per process, as SQLAlchemy advises), whose
         connections are closed when the last of them closes: a short-lived saver skips
-        making and initialising engines (~5 ms on SQLite). See :class:`._loops.DoorRegistry`.
+        making and initialising engines (~5 ms on SQLite). See :class:`._shared.DoorRegistry`.
 
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one
@@ -206,6 +212,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             inline_limit: See :class:`SQLAlchemySaver`.
             detect_conflicts: See :class:`SQLAlchemySaver`.
             strict_decode: See :class:`SQLAlchemySaver`.
+            retry_timeout: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -225,21 +232,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
-        key = shared_key(urls, schema, engine_kwargs)
-        if key is None:
-            engine, async_engine, keeper = own_engines(urls, engine_kwargs)
-            saver = cls(engine, async_engine, **options)
-            saver._doors.owned, saver._doors.keeper = [engine, async_engine], keeper
-            return saver
-        shared = SHARED.acquire(key, partial(SharedDoors.make, urls, engine_kwargs, schema))
-        saver = cls.__new__(cls)
-        saver.__dict__["_pending_shared"] = shared
-        try:
-            saver.__init__(**options)  # type: ignore[misc]
-        except BaseException:
-            SHARED.release(shared)
-            raise
-        return saver
+        options.update(retry_timeout=retry_timeout)
+        return _shared.open_saver(cls, urls, options, engine_kwargs)
 
     @property
     def strict_decode(self) -> bool:
@@ -271,12 +265,16 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         (Alembic commands run one at a time). A database already at head costs one
         version query.
 
+        Retried through transient failures like every operation (``retry_timeout``).
+
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
+            CheckpointConnectionError: The database stayed unreachable.
         """
         connect = self._doors.sync.connect
-        migrate.to_head(partial(connect, Access.READ), partial(connect, Access.WRITE), self.schema)
+        read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
+        self._doors.call(migrate.to_head, read, write, self.schema)
         self._doors.schema_checked = True
 
     async def asetup(self) -> None:
@@ -577,11 +575,10 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         """Hold a cross-process lock on a thread for the block: wrap a run in it so that
         runs on one thread happen one after the other, on every process.
 
-        The dialect's own primitive (:meth:`.QueryBuilder.try_thread_lock`): a PostgreSQL
-        session advisory lock, MySQL/MariaDB ``GET_LOCK``, SQLite's write lock on a lock
-        database beside the file. A process that dies releases it. The holder keeps one
-        pooled connection (PostgreSQL, MySQL) for the block; waiters keep none between
-        their tries.
+        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._locks`): it
+        holds across Galera nodes, behind PgBouncer and through a promotion; a dead
+        holder's lease ends within 30 s. SQLite: a lock database beside the file. No
+        connection is held while the block runs.
 
         Args:
             thread_id: The thread.
@@ -589,18 +586,18 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         Raises:
             ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
+            CheckpointConnectionError: The database stayed unreachable for the saver's
+                ``retry_timeout``.
         """
-        with _maintenance.thread_lock(self.engine, self._qb, _codec.thread(thread_id), timeout):
+        with _locks.thread_lock(self._doors, self.engine.url, _codec.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
     async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
-        without blocking the event loop."""
+        and renews without blocking the event loop."""
         key = _codec.thread(thread_id)
-        async with _maintenance.athread_lock(
-            self._doors.per_loop, self.engine.url, self._qb, key, timeout
-        ):
+        async with _locks.athread_lock(self._doors, self.engine.url, key, timeout):
             yield
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------

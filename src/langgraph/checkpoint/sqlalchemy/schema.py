@@ -45,6 +45,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
+    Double,
     Index,
     Integer,
     LargeBinary,
@@ -74,6 +75,7 @@ __all__ = [
     "blobs",
     "checkpoints",
     "full_name",
+    "locks",
     "metadata",
     "name_key",
     "promoted_source",
@@ -354,5 +356,23 @@ writes = Table(
         "idx",
         name="pk_lgsa_checkpoint_writes",
     ),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+#: The locks of the saver that must hold across a cluster: one row a held lock
+#: (``lock_thread`` leases, the MySQL/MariaDB migration lease and ``detect_conflicts``
+#: write lock). A row is replicated like any other (Galera certifies two nodes' writes of
+#: the same row as a conflict; a synchronous standby keeps a lease across a promotion) and
+#: needs no session state (transaction pooling). See
+#: :mod:`langgraph.checkpoint.sqlalchemy.dialects.base` (``take_lease``).
+locks = Table(
+    "lgsa_locks",
+    metadata,
+    Column("name", String(64), nullable=False),
+    Column("owner", String(64), nullable=False),
+    # Seconds since the epoch on the database server's clock (the holders' clocks never
+    # decide); a lease past it may be taken by another holder.
+    Column("expires_at", Double(), nullable=False),
+    PrimaryKeyConstraint("name", name="pk_lgsa_locks"),
     **MYSQL_TABLE_OPTIONS,
 )

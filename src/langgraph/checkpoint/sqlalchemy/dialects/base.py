@@ -13,12 +13,20 @@ per-dialect subclasses.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from sqlalchemy import Connection, Engine, Select, Table, bindparam, tuple_
-from sqlalchemy.engine import URL, Dialect
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    Table,
+    bindparam,
+    event,
+    tuple_,
+)
+from sqlalchemy.engine import URL, Dialect, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
@@ -26,6 +34,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from .._canonical import json_string, json_text
 from ..errors import ValueTooLargeError
+from ._leases import LeaseRows
 
 __all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "QueryBuilder"]
 
@@ -37,7 +46,7 @@ WRITE_OPTION = "lgsa_write"
 NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 
 
-class QueryBuilder(ABC):
+class QueryBuilder(LeaseRows, ABC):
     """Builds the dialect-specific statements of the saver.
 
     One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`
@@ -86,9 +95,6 @@ class QueryBuilder(ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
-    #: Whether :meth:`try_thread_lock` needs a database connection, kept for as long as
-    #: the lock is held (a lock of the database session).
-    thread_lock_uses_connection: ClassVar[bool]
 
     @classmethod
     def check_url(cls, url: URL) -> bool:
@@ -130,9 +136,12 @@ class QueryBuilder(ABC):
         """Install the dialect's connection set-up on a sync engine (idempotent).
 
         Called by :func:`langgraph.checkpoint.sqlalchemy._engines.configure_engine`. The
-        default installs nothing.
+        default installs the ``handle_error`` listener that tells SQLAlchemy which more
+        errors are disconnects (:meth:`is_disconnect`).
         """
-        return None
+        listener = _disconnect_listener(cls)
+        if not event.contains(engine, "handle_error", listener):
+            event.listen(engine, "handle_error", listener)
 
     @classmethod
     def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
@@ -403,21 +412,45 @@ class QueryBuilder(ABC):
         transaction ends (the conflict check of ``detect_conflicts``)."""
         yield  # pragma: no cover
 
-    @abstractmethod
-    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
-        """Try once to take the cross-process lock of ``thread_id`` (``lock_thread``). The
-        caller waits and retries.
+    # -- transient failures -------------------------------------------------------------
 
-        Args:
-            connection: A connection kept for the lock's lifetime when
-                :attr:`thread_lock_uses_connection`, else None.
-            url: The database's URL.
-            thread_id: The thread.
+    @classmethod
+    def error_code(cls, error: BaseException | None) -> Any:
+        """The driver's code of a database error (SQLSTATE on PostgreSQL, the error
+        number on MySQL/MariaDB), or None."""
+        return None
 
-        Returns:
-            A handle for :meth:`release_thread_lock`, or None when the lock is taken.
-        """
+    @classmethod
+    def is_disconnect(cls, error: BaseException | None) -> bool:
+        """Whether a driver error means the connection (or the server behind it) is
+        gone or unusable, beyond what SQLAlchemy's dialect already knows: the pool then
+        drops the connection and every older one (SQLAlchemy's ``handle_error`` event,
+        installed by :meth:`configure`). The default: nothing more."""
+        return False
 
-    @abstractmethod
-    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
-        """Release a lock taken by :meth:`try_thread_lock`."""
+    def transient(self, error: DBAPIError) -> str | None:
+        """What kind of transient failure ``error`` is, for the saver's retry:
+        ``"read-only"`` (the server takes no writes: a standby, a promotion under way),
+        ``"connection"`` (the connection was lost or could not be made),
+        ``"conflict"`` (the transaction lost to a concurrent one: a deadlock, a
+        serialization failure, a Galera certification conflict), or None (not
+        transient: raise it). Every operation of the saver is idempotent, so each kind
+        may be re-run."""
+        return "connection" if error.connection_invalidated else None
+
+
+_LISTENERS: dict[type[QueryBuilder], Callable[[ExceptionContext], None]] = {}
+
+
+def _disconnect_listener(cls: type[QueryBuilder]) -> Callable[[ExceptionContext], None]:
+    """The ``handle_error`` listener of a dialect family (one function per family, so
+    that installing it twice is detected)."""
+    found = _LISTENERS.get(cls)
+    if found is None:
+
+        def on_error(context: ExceptionContext) -> None:
+            if not context.is_disconnect and cls.is_disconnect(context.original_exception):
+                context.is_disconnect = True
+
+        found = _LISTENERS[cls] = on_error
+    return found

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -35,15 +37,21 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateTable
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from ..errors import ThreadLockTimeout, ValueTooLargeError
+from ..errors import ValueTooLargeError
+from ..schema import locks
 from .base import QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
+
+#: Seconds a migration lease lasts (:meth:`MySQLQueryBuilder.migration_lock`).
+MIGRATION_LEASE = 600.0
+_MIGRATION_LEASE_NAME = "lgsa/migrations"
 
 #: Recursion allowed to a recursive CTE on MySQL/MariaDB, whose defaults (1,000) are
 #: shorter than the delta-history walk's own cap (see ``_history.MAX_CHAIN``).
@@ -85,8 +93,22 @@ class MySQLQueryBuilder(QueryBuilder):
     url_query: ClassVar[Mapping[str, str]] = {"charset": "utf8mb4"}
     #: Each DDL statement commits; the migrations are written to be re-runnable.
     transactional_ddl = False
-    #: ``GET_LOCK`` locks are the session's (:meth:`try_thread_lock`).
-    thread_lock_uses_connection = True
+    #: Error numbers of a connection or server that is gone or not usable: server
+    #: shutdown (1053), connection killed (1927), can't connect (2002, 2003), server gone
+    #: or lost (2006, 2013, 2055), Galera's "WSREP has not yet prepared node for
+    #: application use" (1047: a node that left the cluster's primary component) and
+    #: MariaDB's idle-transaction timeout (4031). The pool drops its connections.
+    disconnect_codes: ClassVar[frozenset[int]] = frozenset(
+        {1047, 1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031}
+    )
+    #: Error numbers of a server that takes no writes (``read_only``, a read-only
+    #: transaction).
+    read_only_codes: ClassVar[frozenset[int]] = frozenset({1290, 1792, 1836})
+    #: Error numbers of a transaction that lost to a concurrent one: a deadlock, which
+    #: is also how Galera reports a certification conflict (1213), a lock wait timeout
+    #: (1205), and Galera's "query interrupted" of a brute-force abort (1317 is not:
+    #: it is also a user's KILL QUERY).
+    conflict_codes: ClassVar[frozenset[int]] = frozenset({1213, 1205})
     #: Whether the server is known to be MariaDB without asking the connection.
     is_mariadb: ClassVar[bool] = False
 
@@ -96,7 +118,10 @@ class MySQLQueryBuilder(QueryBuilder):
     @classmethod
     def configure(cls, engine: Engine) -> None:
         """A recursive-CTE limit (:data:`MYSQL_RECURSION_LIMIT`) that lets long parent
-        chains be walked, set on every new connection."""
+        chains be walked, and on a Galera node causal reads (``wsrep_sync_wait``, see
+        :func:`_on_connect`), set on every new connection; the base's disconnect
+        listener."""
+        super().configure(engine)
         if not event.contains(engine, "connect", _on_connect):
             event.listen(engine, "connect", _on_connect)
 
@@ -231,6 +256,31 @@ class MySQLQueryBuilder(QueryBuilder):
             )
         return None
 
+    @classmethod
+    def error_code(cls, error: BaseException | None) -> Any:
+        """The error number (the first argument of PyMySQL's and asyncmy's errors)."""
+        args = getattr(error, "args", ())
+        return args[0] if args and isinstance(args[0], int) else None
+
+    @classmethod
+    def is_disconnect(cls, error: BaseException | None) -> bool:
+        """An error number of :attr:`disconnect_codes`."""
+        return cls.error_code(error) in cls.disconnect_codes
+
+    def transient(self, error: DBAPIError) -> str | None:
+        """``"read-only"``, ``"conflict"`` (see :attr:`conflict_codes`), else the base's
+        answer."""
+        code = self.error_code(error.orig)
+        if code in self.read_only_codes:
+            return "read-only"
+        if code in self.conflict_codes:
+            return "conflict"
+        return super().transient(error)
+
+    def clock(self) -> ColumnElement[Any]:
+        """``UNIX_TIMESTAMP(NOW(6))``."""
+        return func.unix_timestamp(func.now(6))
+
     def primary_key_name(self, name: str) -> str | None:
         """None: MySQL/MariaDB call every primary key ``PRIMARY`` and answer any other
         name with warning 1280 ("Name ... ignored for PRIMARY key")."""
@@ -250,56 +300,72 @@ class MySQLQueryBuilder(QueryBuilder):
 
     @contextmanager
     def migration_lock(self, connection: Connection) -> Iterator[None]:
-        """``GET_LOCK``, released on exit after committing the migration's work.
+        """A lease row (:meth:`~.base.QueryBuilder.take_lease`) in ``lgsa_locks``, taken
+        and released on connections of their own and created first if missing: a
+        ``GET_LOCK`` is one server's, and processes migrating through two Galera nodes
+        at once would both pass it (and fail on each other's DDL). The lease lasts
+        :data:`MIGRATION_LEASE` seconds, so a process killed while migrating holds up the
+        next ``setup()`` at most that long.
 
         Raises:
-            TimeoutError: The lock was not granted within 300 s.
+            TimeoutError: The lease was not granted within 300 s.
         """
-        got = connection.execute(select(func.get_lock("lgsa_migrations", 300))).scalar()
-        if got != 1:
-            raise TimeoutError("could not take the lgsa_migrations lock within 300 s")
+        engine = connection.engine
+        schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
+        table = locks.to_metadata(MetaData(), schema=schema)
+        table.primary_key.name = None  # see primary_key_name
+        with engine.begin() as conn:
+            self.ensure_schema(conn, schema)
+            conn.execute(CreateTable(table, if_not_exists=True))
+        owner = uuid.uuid4().hex
+        deadline = time.monotonic() + 300
+        while not self._try_lease(engine, _MIGRATION_LEASE_NAME, owner, MIGRATION_LEASE):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    "could not take the migration lease (row 'lgsa/migrations' of lgsa_locks) "
+                    f"within 300 s: another process is migrating, or one was killed while "
+                    f"migrating (its lease ends by itself within {MIGRATION_LEASE:.0f} s)"
+                )
+            time.sleep(0.1)
         try:
             yield
-            # Commit the version row BEFORE the lock goes: the next process must see
+            # Commit the version row BEFORE the lease goes: the next process must see
             # it (InnoDB would show it the old snapshot, and its own insert of the
             # same row would then collide). MySQL DDL has committed the rest already.
             connection.exec_driver_sql("COMMIT")
         finally:
-            connection.execute(select(func.release_lock("lgsa_migrations")))
+            try:
+                with engine.begin() as conn:
+                    self.drop_lease(conn, _MIGRATION_LEASE_NAME, owner)
+            except DBAPIError as e:
+                if self.error_code(e.orig) != 1146:  # dropped by "downgrade base"
+                    raise
+
+    def _try_lease(self, engine: Engine, name: str, owner: str, seconds: float) -> bool:
+        """:meth:`take_lease` in a transaction of its own; a conflict at commit (two
+        Galera nodes) or on the row is a lease not taken."""
+        try:
+            with engine.begin() as conn:
+                return self.take_lease(conn, name, owner, seconds)
+        except DBAPIError as e:
+            if self.transient(e) == "conflict":
+                return False
+            raise
 
     @contextmanager
     def write_lock(
         self, connection: Connection, thread_id: str, checkpoint_ns: str
     ) -> Iterator[None]:
-        """``GET_LOCK`` on a name made of a hash of the key, held until the block's work
-        is committed.
-
-        Raises:
-            ThreadLockTimeout: The lock was not granted within 30 s.
-        """
-        name = _lock_name("put", f"{thread_id}\x00{checkpoint_ns}")
-        got = connection.execute(select(func.get_lock(name, 30))).scalar()
-        if got != 1:
-            raise ThreadLockTimeout(f"thread {thread_id!r} stayed locked for 30 s")
-        try:
-            yield
-            connection.exec_driver_sql("COMMIT")  # before the lock goes, as migrations
-        finally:
-            connection.execute(select(func.release_lock(name)))
-
-    def try_thread_lock(self, connection: Connection | None, url: URL, thread_id: str) -> Any:
-        """``GET_LOCK`` with no wait on ``connection``; the handle is the lock's name."""
-        assert connection is not None
-        name = _lock_name("thread", thread_id)
-        got = connection.execute(select(func.get_lock(name, 0))).scalar()
-        connection.commit()
-        return name if got == 1 else None
-
-    def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
-        """``RELEASE_LOCK``."""
-        assert connection is not None
-        connection.execute(select(func.release_lock(handle)))
-        connection.commit()
+        """An upsert of the namespace's row in ``lgsa_locks``, first in the transaction:
+        its row lock serialises the writers of one server until commit, and on a Galera
+        cluster two nodes' transactions that both wrote the row fail certification but
+        one (a deadlock error: the saver re-runs the loser, whose check then sees the
+        winner's checkpoint). ``GET_LOCK`` would be one node's only."""
+        stmt = self.insert(locks).values(
+            name=_lock_name("put", f"{thread_id}\x00{checkpoint_ns}"), owner="put", expires_at=0
+        )
+        connection.execute(stmt.on_duplicate_key_update(expires_at=stmt.inserted.expires_at + 1))
+        yield
 
 
 class MariaDBQueryBuilder(MySQLQueryBuilder):
@@ -334,5 +400,15 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             else "cte_max_recursion_depth"
         )
         cursor.execute(f"SET SESSION {variable} = {MYSQL_RECURSION_LIMIT:d}")
+        if "mariadb" in str(version).lower():
+            # A Galera node applies other nodes' commits asynchronously: a read right
+            # after a write through another node may miss it (measured: 1 read in 30).
+            # wsrep_sync_wait=1 makes each read wait until the node has applied every
+            # commit the cluster had when the read began (read-your-writes across nodes).
+            # A value set by the URL (init_command) or the server is kept.
+            cursor.execute("SELECT @@wsrep_on, @@session.wsrep_sync_wait")
+            wsrep_on, sync_wait = cursor.fetchone()
+            if int(wsrep_on or 0) and not int(sync_wait or 0):
+                cursor.execute("SET SESSION wsrep_sync_wait = 1")
     finally:
         cursor.close()

@@ -122,7 +122,7 @@ class SQLiteQueryBuilder(QueryBuilder):
     #: SQLite caps expression depth at 1,000 (see :meth:`keys_in`).
     in_list_chunk = 200
     #: The thread lock lives in a lock database of its own (:meth:`try_thread_lock`).
-    thread_lock_uses_connection = False
+    thread_lock_lease = False
 
     @classmethod
     def configure(cls, engine: Engine) -> None:
