@@ -1,0 +1,485 @@
+"""The saver on real replicated and pooled topologies (issue 14), started by the project's
+own scripts (``.ci/clusters/up``, which ``.ci/run`` calls; see docs/deployments.md):
+
+- PgBouncer in transaction mode: 8 workers on one thread under ``lock_thread`` lose no
+  update and leave no lock behind;
+- a PostgreSQL primary with a synchronous standby: reads on the standby work, writes
+  there raise :class:`CheckpointReadOnlyError` naming it, and a failover drill under 4 sync
+  and 4 async workers loses no acknowledged checkpoint and shows no error at all (the
+  promotion is ridden through by the retry);
+- a 3-node MariaDB Galera cluster: ``lock_thread`` and ``detect_conflicts`` hold across
+  nodes, ``setup()`` from 3 processes on 3 nodes (and from 3 threads) succeeds, reads see
+  the writes made through another node, a node SIGKILLed under 6 workers costs the others
+  nothing and its own workers only typed errors, and it rejoins with the same tables.
+
+Each test makes a database of its own. Without the clusters (the env variables that
+``.ci/clusters/up`` writes) the tests are skipped, or fail when ``LGSA_REQUIRE_CLUSTERS``
+is set (as in CI). They run one after the other on one worker (they stop servers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import NullPool
+
+from langgraph.checkpoint.sqlalchemy import (
+    CheckpointConflictError,
+    CheckpointConnectionError,
+    CheckpointReadOnlyError,
+    SQLAlchemySaver,
+)
+
+from .test_reliability import counter_graph, thread
+
+pytestmark = pytest.mark.xdist_group("clusters")
+
+#: psycopg 3 behind PgBouncer in transaction mode: no server-side prepared statements.
+PGBOUNCER_ARGS: dict[str, Any] = {"connect_args": {"prepare_threshold": None}}
+
+
+def cluster(name: str) -> str:
+    """The value of a variable written by ``.ci/clusters/up`` (skip or fail without)."""
+    value = os.environ.get(name)
+    if not value:
+        message = f"{name} is not set: start the clusters with .ci/clusters/up and source its env"
+        if os.environ.get("LGSA_REQUIRE_CLUSTERS"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return value
+
+
+def script(name: str, *args: str) -> None:
+    """Run ``.ci/clusters/<name>.sh`` with ``args``."""
+    folder = cluster("LGSA_CLUSTER_SCRIPTS")
+    subprocess.run(["bash", f"{folder}/{name}.sh", *args], check=True, timeout=240)
+
+
+@contextmanager
+def new_database(server_url: str) -> Iterator[str]:
+    """A database of its own on the server of ``server_url`` (PostgreSQL or MariaDB);
+    yields its name, drops it on exit."""
+    name = f"lgsa_cl_{uuid.uuid4().hex[:10]}"
+    url = make_url(server_url)
+    admin_db = "postgres" if url.get_backend_name() == "postgresql" else None
+    admin = create_engine(
+        url.set(database=admin_db), poolclass=NullPool, isolation_level="AUTOCOMMIT"
+    )
+    quote = admin.dialect.identifier_preparer.quote
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {quote(name)}"))
+    try:
+        yield name
+    finally:
+        try:
+            with admin.connect() as conn:
+                force = " WITH (FORCE)" if admin_db else ""  # PostgreSQL: poolers' sessions
+                conn.execute(text(f"DROP DATABASE IF EXISTS {quote(name)}{force}"))
+        finally:
+            admin.dispose()
+
+
+def on(server_url: str, database: str) -> URL:
+    """``server_url`` with its database replaced (query and hosts kept)."""
+    return make_url(server_url).set(database=database)
+
+
+def galera_urls() -> list[str]:
+    urls = cluster("LGSA_GALERA_URLS").split(",")
+    assert len(urls) == 3, urls
+    return urls
+
+
+def put_child(saver: SQLAlchemySaver, thread_id: str, parent: str | None) -> str:
+    """Put one checkpoint of a run (source ``loop``) after ``parent``; its id."""
+    checkpoint = empty_checkpoint()
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if parent is not None:
+        configurable["checkpoint_id"] = parent
+    saver.put({"configurable": configurable}, checkpoint, {"source": "loop", "step": 1}, {})
+    return checkpoint["id"]
+
+
+def chain_is_linear(saver: SQLAlchemySaver, thread_id: str) -> bool:
+    """Whether the thread's checkpoints form one chain (no fork): each one's parent is
+    the one before it."""
+    found = list(saver.list(thread(thread_id)))
+    ids = [t.config["configurable"]["checkpoint_id"] for t in found]
+    parents = [(t.parent_config or {}).get("configurable", {}).get("checkpoint_id") for t in found]
+    return parents[:-1] == ids[1:] and parents[-1] is None
+
+
+# -- PgBouncer, transaction pooling -----------------------------------------------------
+
+
+def test_pgbouncer_lock_thread_serialises_8_workers_and_leaves_no_lock() -> None:
+    bouncer = cluster("LGSA_PGBOUNCER_URL")
+    with new_database(bouncer) as name:
+        url = on(bouncer, name)
+        first = SQLAlchemySaver.from_conn_string(url, **PGBOUNCER_ARGS)
+        first.setup()
+        config = thread("shared")
+        counter_graph(first).invoke({"count": 0, "nudge": 0}, config)
+        successes, errors = [], []
+
+        def worker(i: int) -> None:
+            with SQLAlchemySaver.from_conn_string(url, **PGBOUNCER_ARGS) as saver:
+                graph = counter_graph(saver)
+                for _ in range(5):
+                    try:
+                        with saver.lock_thread("shared", timeout=60):
+                            graph.invoke({"nudge": i}, config)
+                        successes.append(i)
+                    except Exception as e:
+                        errors.append(e)
+
+        async def async_workers() -> None:
+            async with SQLAlchemySaver.from_conn_string(url, **PGBOUNCER_ARGS) as saver:
+                graph = counter_graph(saver)
+
+                async def one(i: int) -> None:
+                    for _ in range(5):
+                        async with saver.alock_thread("shared", timeout=60):
+                            await graph.ainvoke({"nudge": i}, config)
+                        successes.append(i)
+
+                await asyncio.gather(*(one(i) for i in range(4)))
+
+        with ThreadPoolExecutor(9) as pool:
+            done = [pool.submit(worker, i) for i in range(8)]
+            done.append(pool.submit(asyncio.run, async_workers()))
+            for future in done:
+                future.result()
+        assert errors == []
+        count = counter_graph(first).get_state(config).values["count"]
+        assert count - 1 == len(successes) == 60
+        assert chain_is_linear(first, "shared")
+        with create_engine(on(bouncer, name), **PGBOUNCER_ARGS).connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM lgsa_locks")).scalar() == 0
+        # the lock is free at once for a new saver
+        with first.lock_thread("shared", timeout=0.5):
+            pass
+        first.close()
+
+
+# -- PostgreSQL primary + synchronous standby -------------------------------------------
+
+
+def test_standby_reads_work_and_writes_raise_a_typed_error_naming_it() -> None:
+    primary, standby = cluster("LGSA_PG_PRIMARY_URL"), cluster("LGSA_PG_STANDBY_URL")
+    with new_database(primary) as name:
+        with SQLAlchemySaver.from_conn_string(on(primary, name)) as writer:
+            writer.setup()
+            first = put_child(writer, "t", None)
+        # synchronous standby: the commit above waited for it
+        with SQLAlchemySaver.from_conn_string(on(standby, name), retry_timeout=0.5) as reader:
+            got = reader.get_tuple(thread("t"))
+            assert got is not None and got.config["configurable"]["checkpoint_id"] == first
+            assert len(list(reader.list(None))) == 1
+            assert reader.storage_stats()["lgsa_checkpoints"]["rows"] == 1
+            with pytest.raises(CheckpointReadOnlyError, match=r"5434.*read-only"):
+                put_child(reader, "t", first)
+            with pytest.raises(CheckpointReadOnlyError), reader.lock_thread("t"):
+                pytest.fail("a lock taken on a standby")
+
+            async def async_write() -> None:
+                await reader.aput(thread("t"), empty_checkpoint(), {}, {})
+
+            with pytest.raises(CheckpointReadOnlyError):
+                asyncio.run(async_write())
+
+
+def test_failover_drill_loses_no_acknowledged_checkpoint_and_shows_no_error() -> None:
+    """4 sync and 4 async workers write through a multi-host URL while the primary is
+    killed (``-m immediate``) and the standby promoted 3 s later."""
+    primary, multihost = cluster("LGSA_PG_PRIMARY_URL"), cluster("LGSA_PG_MULTIHOST_URL")
+    name = f"lgsa_cl_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(
+        make_url(primary).set(database="postgres"), poolclass=NullPool, isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = on(multihost, name)
+    acknowledged: dict[str, list[str]] = {}
+    errors: list[BaseException] = []
+    slowest: list[float] = []
+    stop = threading.Event()
+    try:
+        with SQLAlchemySaver.from_conn_string(url, retry_timeout=30) as saver:
+            saver.setup()
+
+            def sync_worker(i: int) -> None:
+                mine = acknowledged.setdefault(f"sync-{i}", [])
+                parent = None
+                while not stop.is_set():
+                    try:
+                        started = time.monotonic()
+                        parent = put_child(saver, f"sync-{i}", parent)
+                        slowest.append(time.monotonic() - started)
+                        mine.append(parent)
+                    except BaseException as e:
+                        errors.append(e)
+                    time.sleep(0.01)
+
+            async def async_workers() -> None:
+                async def one(i: int) -> None:
+                    mine = acknowledged.setdefault(f"async-{i}", [])
+                    configurable: dict[str, Any] = {"thread_id": f"async-{i}", "checkpoint_ns": ""}
+                    while not stop.is_set():
+                        checkpoint = empty_checkpoint()
+                        try:
+                            started = time.monotonic()
+                            await saver.aput(
+                                {"configurable": dict(configurable)},
+                                checkpoint,
+                                {"source": "loop", "step": 1},
+                                {},
+                            )
+                            slowest.append(time.monotonic() - started)
+                            mine.append(checkpoint["id"])
+                            configurable["checkpoint_id"] = checkpoint["id"]
+                        except BaseException as e:
+                            errors.append(e)
+                        await asyncio.sleep(0.01)
+
+                await asyncio.gather(*(one(i) for i in range(4)))
+
+            with ThreadPoolExecutor(5) as pool:
+                futures = [pool.submit(sync_worker, i) for i in range(4)]
+                futures.append(pool.submit(asyncio.run, async_workers()))
+                time.sleep(1.5)
+                script("pg-standby", "failover", "3")
+                time.sleep(2.0)
+                stop.set()
+                for future in futures:
+                    future.result()
+            assert errors == [], errors[:5]
+            total = sum(len(ids) for ids in acknowledged.values())
+            assert total > 50
+            print(
+                f"failover: {total} acknowledged puts, 0 errors, slowest put {max(slowest):.2f} s"
+            )
+        # every acknowledged checkpoint is on the promoted server
+        with SQLAlchemySaver.from_conn_string(url) as after:
+            for thread_id, ids in acknowledged.items():
+                stored = {
+                    t.config["configurable"]["checkpoint_id"] for t in after.list(thread(thread_id))
+                }
+                assert set(ids) <= stored, thread_id
+    finally:
+        stop.set()
+        script("pg-standby", "start")  # a fresh pair for the next run
+
+
+# -- MariaDB Galera, 3 nodes ------------------------------------------------------------
+
+
+@pytest.fixture
+def galera_db() -> Iterator[list[URL]]:
+    """A fresh database on the cluster, as a URL through each of the 3 nodes."""
+    urls = galera_urls()
+    with new_database(urls[0]) as name:
+        yield [on(u, name) for u in urls]
+
+
+def test_galera_lock_thread_holds_across_nodes(galera_db: list[URL]) -> None:
+    savers = [SQLAlchemySaver.from_conn_string(u) for u in galera_db[:2]]
+    savers[0].setup()
+    config = thread("shared")
+    counter_graph(savers[0]).invoke({"count": 0, "nudge": 0}, config)
+    successes: list[int] = []
+
+    def writer(i: int) -> None:
+        graph = counter_graph(savers[i % 2])
+        for _ in range(8):
+            with savers[i % 2].lock_thread("shared", timeout=60):
+                graph.invoke({"nudge": i}, config)
+            successes.append(i)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(writer, range(4)))
+    for saver in savers:
+        assert counter_graph(saver).get_state(config).values["count"] - 1 == len(successes) == 32
+        assert chain_is_linear(saver, "shared")
+        saver.close()
+
+
+def test_galera_detect_conflicts_refuses_one_of_each_race_across_nodes(
+    galera_db: list[URL],
+) -> None:
+    savers = [SQLAlchemySaver.from_conn_string(u, detect_conflicts=True) for u in galera_db[:2]]
+    savers[0].setup()
+    refused = 0
+    for race in range(100):
+        thread_id = f"race-{race}"
+        parent = put_child(savers[0], thread_id, None)
+        barrier = threading.Barrier(2)
+
+        def child(
+            saver: SQLAlchemySaver,
+            barrier: threading.Barrier = barrier,
+            thread_id: str = thread_id,
+            parent: str = parent,
+        ) -> BaseException | None:
+            barrier.wait()
+            try:
+                put_child(saver, thread_id, parent)
+            except BaseException as error:
+                return error
+            return None
+
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(child, savers))
+        failures = [e for e in outcomes if e is not None]
+        assert len(failures) == 1, (race, outcomes)
+        assert isinstance(failures[0], CheckpointConflictError), failures
+        refused += 1
+        assert chain_is_linear(savers[1], thread_id)
+    assert refused == 100
+    for saver in savers:
+        saver.close()
+
+
+def test_galera_reads_see_writes_made_through_another_node(galera_db: list[URL]) -> None:
+    one, two = (SQLAlchemySaver.from_conn_string(u) for u in galera_db[:2])
+    one.setup()
+    with two.engine.connect() as conn:
+        assert conn.execute(text("SELECT @@session.wsrep_sync_wait")).scalar() == 1
+    parent = None
+    for _ in range(30):
+        parent = put_child(one, "ryw", parent)
+        got = two.get_tuple(thread("ryw"))
+        assert got is not None and got.config["configurable"]["checkpoint_id"] == parent
+    one.close()
+    two.close()
+
+
+def test_galera_setup_from_3_processes_on_3_nodes_and_from_3_threads(
+    galera_db: list[URL],
+) -> None:
+    code = (
+        "import sys; from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver\n"
+        "s = SQLAlchemySaver.from_conn_string(sys.argv[1]); s.setup(); s.close()\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, u.render_as_string(hide_password=False)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for u in galera_db
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    # a second fresh database, migrated by 3 threads of this process through 3 nodes
+    with new_database(galera_urls()[0]) as name:
+        savers = [SQLAlchemySaver.from_conn_string(on(u, name)) for u in galera_urls()]
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda s: s.setup(), savers))
+        for saver in savers:
+            assert saver.get_tuple(thread("none")) is None  # the schema check passes
+            saver.close()
+
+
+def test_galera_same_key_writes_from_two_nodes_are_retried_not_raised(
+    galera_db: list[URL],
+) -> None:
+    savers = [SQLAlchemySaver.from_conn_string(u) for u in galera_db[:2]]
+    savers[0].setup()
+    parent = put_child(savers[0], "same", None)
+    config = {"configurable": {"thread_id": "same", "checkpoint_ns": "", "checkpoint_id": parent}}
+
+    child = empty_checkpoint()
+
+    def write(i: int) -> None:
+        saver = savers[i % 2]
+        for j in range(40):
+            # the same rows from both nodes: a certification conflict every time they meet
+            saver.put_writes(config, [("ch", j)], "task-1")
+            saver.put(config, child, {"step": j}, {})
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, range(4)))
+    assert savers[1].get_tuple(config) is not None
+    for saver in savers:
+        saver.close()
+
+
+def test_galera_node_killed_under_6_workers(galera_db: list[URL]) -> None:
+    """Node 3 is SIGKILLed while 2 workers write through each node, and brought back.
+    The workers on nodes 1 and 2 see no error; node 3's see only typed errors; after it
+    rejoins (IST), the three nodes hold the same rows."""
+    savers = [
+        SQLAlchemySaver.from_conn_string(u, retry_timeout=30 if i < 2 else 1)
+        for i, u in enumerate(galera_db)
+    ]
+    savers[0].setup()
+    stop = threading.Event()
+    errors: dict[int, list[BaseException]] = {0: [], 1: [], 2: []}
+    acknowledged: dict[str, list[str]] = {}
+
+    def worker(n: int) -> None:
+        node, thread_id = n % 3, f"w{n}"
+        mine = acknowledged.setdefault(thread_id, [])
+        parent = None
+        while not stop.is_set():
+            try:
+                parent = put_child(savers[node], thread_id, parent)
+                mine.append(parent)
+            except BaseException as e:
+                errors[node].append(e)
+                time.sleep(0.1)
+            time.sleep(0.01)
+
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(worker, n) for n in range(6)]
+            time.sleep(1.0)
+            script("galera", "kill", "3")
+            time.sleep(2.0)
+            script("galera", "restart", "3")
+            time.sleep(1.0)
+            stop.set()
+            for future in futures:
+                future.result()
+    finally:
+        stop.set()
+    assert errors[0] == [] and errors[1] == [], (errors[0][:3], errors[1][:3])
+    assert all(isinstance(e, CheckpointConnectionError) for e in errors[2]), errors[2][:3]
+    assert errors[2], "node 3's workers saw no error while it was down"
+    done = {n: len(acknowledged[f"w{n}"]) for n in range(6)}
+    print(f"galera kill: acknowledged per worker {done}, node 3 typed errors {len(errors[2])}")
+    tables: list[Any] = []
+    for url in galera_db:
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.connect() as conn:
+            conn.execute(text("SET SESSION wsrep_sync_wait = 1"))
+            tables.append(
+                [
+                    conn.execute(text(f"SELECT * FROM {t} ORDER BY 1, 2, 3")).all()
+                    for t in ("lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes")
+                ]
+            )
+        engine.dispose()
+    assert tables[0] == tables[1] == tables[2]
+    stored = {bytes(row[2]).decode() for row in tables[0][0]}  # KeyText: stored as bytes
+    for ids in acknowledged.values():
+        assert set(ids) <= stored
+    for saver in savers:
+        saver.close()
