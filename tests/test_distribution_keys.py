@@ -57,6 +57,8 @@ from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
 from .checkpoints import next_checkpoint
 
+# lgsa_locks is left out on purpose: its key is a digest of the thread (a lease name), see
+# docs/deployments.md (Citus: a reference table, or distributed by name).
 OURS: tuple[Table, ...] = (checkpoints, blobs, writes)
 OUR_NAMES = tuple(t.name for t in OURS)
 
