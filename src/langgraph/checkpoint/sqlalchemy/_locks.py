@@ -56,6 +56,11 @@ def lease_name(thread_id: str) -> str:
     return "thread:" + digest.hexdigest()[:57]
 
 
+def _take_access(qb: QueryBuilder) -> Access:
+    """A one-statement take runs without a transaction around it where it can."""
+    return Access.WRITE_ONE if qb.lease_in_one_statement else Access.WRITE
+
+
 def _take(conn: Connection, qb: QueryBuilder, name: str, owner: str) -> bool:
     return qb.take_lease(conn, name, owner, LEASE)
 
@@ -109,7 +114,7 @@ def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Ite
         return
     name, owner = lease_name(thread_id), uuid.uuid4().hex
     deadline, pause = time.monotonic() + timeout, _POLL
-    while not runner.run(Access.WRITE, _take, (qb, name, owner)):
+    while not runner.run(_take_access(qb), _take, (qb, name, owner)):
         if time.monotonic() >= deadline:
             raise _timeout(thread_id, timeout)
         time.sleep(pause)
@@ -119,7 +124,7 @@ def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Ite
     def renew() -> None:
         while not stop.wait(RENEW_EVERY):
             try:
-                if not runner.run(Access.WRITE, _renew, (qb, name, owner)):
+                if not runner.run(Access.WRITE_ONE, _renew, (qb, name, owner)):
                     _lost(thread_id)
                     return
             except Exception:  # the next renewal tries again; the lease may still hold
@@ -132,7 +137,7 @@ def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Ite
     finally:
         stop.set()
         beat.join()
-        runner.run(Access.WRITE, _drop, (qb, name, owner))
+        runner.run(Access.WRITE_ONE, _drop, (qb, name, owner))
 
 
 @asynccontextmanager
@@ -157,7 +162,7 @@ async def athread_lock(
         return
     name, owner = lease_name(thread_id), uuid.uuid4().hex
     deadline, pause = time.monotonic() + timeout, _POLL
-    while not await runner.arun(Access.WRITE, _take, (qb, name, owner)):
+    while not await runner.arun(_take_access(qb), _take, (qb, name, owner)):
         if time.monotonic() >= deadline:
             raise _timeout(thread_id, timeout)
         await asyncio.sleep(pause)
@@ -167,7 +172,7 @@ async def athread_lock(
         while True:
             await asyncio.sleep(RENEW_EVERY)
             try:
-                if not await runner.arun(Access.WRITE, _renew, (qb, name, owner)):
+                if not await runner.arun(Access.WRITE_ONE, _renew, (qb, name, owner)):
                     _lost(thread_id)
                     return
             except Exception:
@@ -180,7 +185,7 @@ async def athread_lock(
         beat.cancel()
         with suppress(asyncio.CancelledError):
             await beat
-        await runner.arun(Access.WRITE, _drop, (qb, name, owner))
+        await runner.arun(Access.WRITE_ONE, _drop, (qb, name, owner))
 
 
 def _wait_local(qb: QueryBuilder, url: Any, thread_id: str, timeout: float) -> Any:

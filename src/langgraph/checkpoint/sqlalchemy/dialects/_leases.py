@@ -29,6 +29,9 @@ class LeaseRows:
     #: a cluster's nodes, a transaction pooler or a failover. False: the dialect's own
     #: :meth:`try_thread_lock` (SQLite, one host).
     thread_lock_lease: ClassVar[bool] = True
+    #: Whether :meth:`take_lease` is one statement (atomic on its own: run without a
+    #: transaction around it where the dialect can).
+    lease_in_one_statement: ClassVar[bool] = False
 
     def insert_ignore(self, table: Table) -> Insert:
         """An insert that skips rows whose key exists (the query builder's)."""

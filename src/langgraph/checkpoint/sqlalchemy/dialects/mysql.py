@@ -31,6 +31,7 @@ from sqlalchemy import (
     cast,
     event,
     func,
+    inspect,
     literal,
     literal_column,
     or_,
@@ -39,12 +40,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.schema import CreateTable
+from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..errors import ValueTooLargeError
-from ..schema import locks
+from ..schema import VERSION_TABLE, locks
 from .base import QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
@@ -314,12 +315,13 @@ class MySQLQueryBuilder(QueryBuilder):
         schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
         table = locks.to_metadata(MetaData(), schema=schema)
         table.primary_key.name = None  # see primary_key_name
+        create = CreateTable(table, if_not_exists=True)
         with engine.begin() as conn:
             self.ensure_schema(conn, schema)
-            conn.execute(CreateTable(table, if_not_exists=True))
+            conn.execute(create)
         owner = uuid.uuid4().hex
         deadline = time.monotonic() + 300
-        while not self._try_lease(engine, _MIGRATION_LEASE_NAME, owner, MIGRATION_LEASE):
+        while not self._try_lease(engine, create, owner):
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     "could not take the migration lease (row 'lgsa/migrations' of lgsa_locks) "
@@ -334,20 +336,25 @@ class MySQLQueryBuilder(QueryBuilder):
             # same row would then collide). MySQL DDL has committed the rest already.
             connection.exec_driver_sql("COMMIT")
         finally:
-            try:
-                with engine.begin() as conn:
+            with engine.begin() as conn:
+                tables = set(inspect(conn).get_table_names(schema=schema))
+                if VERSION_TABLE not in tables:  # at base: leave no table of ours
+                    conn.execute(DropTable(table, if_exists=True))
+                elif locks.name in tables:  # (a downgrade below 0005 dropped it)
                     self.drop_lease(conn, _MIGRATION_LEASE_NAME, owner)
-            except DBAPIError as e:
-                if self.error_code(e.orig) != 1146:  # dropped by "downgrade base"
-                    raise
 
-    def _try_lease(self, engine: Engine, name: str, owner: str, seconds: float) -> bool:
-        """:meth:`take_lease` in a transaction of its own; a conflict at commit (two
-        Galera nodes) or on the row is a lease not taken."""
+    def _try_lease(self, engine: Engine, create: CreateTable, owner: str) -> bool:
+        """:meth:`take_lease` of the migration lease in a transaction of its own; a
+        conflict at commit (two Galera nodes) or on the row is a lease not taken, and so
+        is a table dropped meanwhile by a downgrade to base (created again)."""
         try:
             with engine.begin() as conn:
-                return self.take_lease(conn, name, owner, seconds)
+                return self.take_lease(conn, _MIGRATION_LEASE_NAME, owner, MIGRATION_LEASE)
         except DBAPIError as e:
+            if self.error_code(e.orig) == 1146:  # no such table
+                with engine.begin() as conn:
+                    conn.execute(create)
+                return False
             if self.transient(e) == "conflict":
                 return False
             raise

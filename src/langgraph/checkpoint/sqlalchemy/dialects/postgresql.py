@@ -26,6 +26,7 @@ from sqlalchemy import (
     extract,
     func,
     literal,
+    or_,
     select,
     tuple_,
 )
@@ -34,6 +35,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
+from ..schema import locks
 from .base import QueryBuilder
 
 __all__ = ["PostgreSQLQueryBuilder"]
@@ -139,6 +141,23 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         key = f"{thread_id}\x00{checkpoint_ns}"
         connection.execute(select(func.pg_advisory_xact_lock(_lock_key("put", key))))
         yield
+
+    lease_in_one_statement = True
+
+    def take_lease(self, connection: Connection, name: str, owner: str, seconds: float) -> bool:
+        """One statement: ``INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE`` the lease
+        expired or is ``owner``'s, ``RETURNING owner``: a row comes back when ``owner``
+        holds the lease. A concurrent taker waits for the row's lock and then sees the
+        committed holder (READ COMMITTED re-checks the ``WHERE`` on the newest row)."""
+        c = locks.c
+        now = self.clock()
+        stmt = postgresql.insert(locks).values(name=name, owner=owner, expires_at=now + seconds)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[c.name],
+            set_={"owner": stmt.excluded.owner, "expires_at": stmt.excluded.expires_at},
+            where=or_(c.expires_at < now, c.owner == stmt.excluded.owner),
+        )
+        return connection.execute(stmt.returning(c.owner)).first() is not None
 
     def clock(self) -> ColumnElement[Any]:
         """``EXTRACT(EPOCH FROM clock_timestamp())``: the server's time now (not the
