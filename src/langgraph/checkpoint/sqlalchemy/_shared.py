@@ -8,6 +8,7 @@ shared: in-memory SQLite, engine arguments that are not plain values).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -131,6 +132,19 @@ class DoorRegistry:
                 del self._entries[k]  # disposed when its last user closed
             return entry
 
+    def forget_after_fork(self) -> None:
+        """In a child process after ``fork()``: the engines shared with the parent hold
+        the parent's sockets, which two processes must not use. Drop their pooled
+        connections without closing them (the parent still uses them: SQLAlchemy's
+        ``Engine.dispose(close=False)``), and forget them, so that the child's
+        ``from_conn_string`` makes engines of its own."""
+        self._lock = threading.Lock()  # another thread of the parent may have held it
+        for entry in self._entries.values():
+            entry.engine.dispose(close=False)
+            entry.async_engine.sync_engine.dispose(close=False)
+            entry.per_loop.close(dispose_primary=False)
+        self._entries.clear()
+
     def release(self, entry: SharedDoors) -> bool:
         """Count one user less; True when it was the last (dispose the pools then)."""
         with self._lock:
@@ -140,6 +154,8 @@ class DoorRegistry:
 
 #: The registry of savers built by ``from_conn_string``.
 SHARED = DoorRegistry()
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=SHARED.forget_after_fork)
 
 
 def open_saver(

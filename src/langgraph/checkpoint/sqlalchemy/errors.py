@@ -21,6 +21,7 @@ __all__ = [
     "DatabaseURLError",
     "DowngradeRefusedError",
     "DriverNotInstalledError",
+    "MigrationLockTimeout",
     "SchemaOutOfDateError",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
@@ -214,6 +215,13 @@ class CheckpointReadOnlyError(CheckpointConnectionError):
     ``retry_timeout``. During a promotion the saver retries until the new primary takes
     the write; this error names the server when none did. Nothing was stored.
     """
+
+
+class MigrationLockTimeout(TimeoutError):
+    """``setup()`` (or ``upgrade``) waited for an hour while another process kept the
+    migration lock of a MySQL/MariaDB database renewed (a long migration under way).
+    Nothing was changed by this call; run it again once the other one is done. A
+    process killed while migrating holds the lock one minute at most."""
 
 
 class ThreadLockTimeout(TimeoutError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from sqlalchemy import (
     Text,
     and_,
     cast,
+    delete,
     event,
     func,
     inspect,
@@ -44,14 +46,16 @@ from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from ..errors import ValueTooLargeError
+from ..errors import MigrationLockTimeout, ValueTooLargeError
 from ..schema import VERSION_TABLE, locks
 from .base import QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
 
-#: Seconds a migration lease lasts (:meth:`MySQLQueryBuilder.migration_lock`).
-MIGRATION_LEASE = 600.0
+#: Seconds a migration lease lasts without renewal (:meth:`MySQLQueryBuilder.migration_lock`).
+MIGRATION_LEASE = 60.0
+#: Seconds ``setup()`` waits for a migration lease that a live migration keeps renewing.
+MIGRATION_WAIT = 3600.0
 _MIGRATION_LEASE_NAME = "lgsa/migrations"
 
 #: Recursion allowed to a recursive CTE on MySQL/MariaDB, whose defaults (1,000) are
@@ -110,6 +114,13 @@ class MySQLQueryBuilder(QueryBuilder):
     #: (1205), and Galera's "query interrupted" of a brute-force abort (1317 is not:
     #: it is also a user's KILL QUERY).
     conflict_codes: ClassVar[frozenset[int]] = frozenset({1213, 1205})
+    #: Error numbers of a commit refused while the cluster is not available, the
+    #: connection itself still good: Galera's "Error while appending streaming
+    #: replication fragment (provider status: Not connected to Primary Component)"
+    #: (1180, "Got error during COMMIT"), seen on the surviving nodes while a killed node
+    #: leaves the cluster. The transaction was rolled back; retried like a lost
+    #: connection.
+    unavailable_codes: ClassVar[frozenset[int]] = frozenset({1180})
     #: Whether the server is known to be MariaDB without asking the connection.
     is_mariadb: ClassVar[bool] = False
 
@@ -276,6 +287,8 @@ class MySQLQueryBuilder(QueryBuilder):
             return "read-only"
         if code in self.conflict_codes:
             return "conflict"
+        if code in self.unavailable_codes:
+            return "connection"
         return super().transient(error)
 
     def clock(self) -> ColumnElement[Any]:
@@ -305,11 +318,13 @@ class MySQLQueryBuilder(QueryBuilder):
         and released on connections of their own and created first if missing: a
         ``GET_LOCK`` is one server's, and processes migrating through two Galera nodes
         at once would both pass it (and fail on each other's DDL). The lease lasts
-        :data:`MIGRATION_LEASE` seconds, so a process killed while migrating holds up the
-        next ``setup()`` at most that long.
+        :data:`MIGRATION_LEASE` seconds and is renewed by a thread while the migration
+        runs, so a long migration keeps it and a process killed while migrating holds
+        up the others for :data:`MIGRATION_LEASE` seconds at most.
 
         Raises:
-            TimeoutError: The lease was not granted within 300 s.
+            MigrationLockTimeout: The lease stayed taken (renewed by a live migration)
+                for :data:`MIGRATION_WAIT` seconds.
         """
         engine = connection.engine
         schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
@@ -320,15 +335,27 @@ class MySQLQueryBuilder(QueryBuilder):
             self.ensure_schema(conn, schema)
             conn.execute(create)
         owner = uuid.uuid4().hex
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + MIGRATION_WAIT
         while not self._try_lease(engine, create, owner):
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    "could not take the migration lease (row 'lgsa/migrations' of lgsa_locks) "
-                    f"within 300 s: another process is migrating, or one was killed while "
-                    f"migrating (its lease ends by itself within {MIGRATION_LEASE:.0f} s)"
+                raise MigrationLockTimeout(
+                    "another process kept the migration lease (row 'lgsa/migrations' of "
+                    f"lgsa_locks) for {MIGRATION_WAIT:.0f} s while migrating this database; "
+                    "wait for it to finish and run setup() again"
                 )
             time.sleep(0.1)
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(MIGRATION_LEASE / 3):
+                try:
+                    with engine.begin() as conn:
+                        self.renew_lease(conn, _MIGRATION_LEASE_NAME, owner, MIGRATION_LEASE)
+                except DBAPIError:  # the next renewal tries again
+                    continue
+
+        beat = threading.Thread(target=renew, name="lgsa-migration-lease", daemon=True)
+        beat.start()
         try:
             yield
             # Commit the version row BEFORE the lease goes: the next process must see
@@ -336,6 +363,8 @@ class MySQLQueryBuilder(QueryBuilder):
             # same row would then collide). MySQL DDL has committed the rest already.
             connection.exec_driver_sql("COMMIT")
         finally:
+            stop.set()
+            beat.join()
             with engine.begin() as conn:
                 tables = set(inspect(conn).get_table_names(schema=schema))
                 if VERSION_TABLE not in tables:  # at base: leave no table of ours
@@ -363,16 +392,18 @@ class MySQLQueryBuilder(QueryBuilder):
     def write_lock(
         self, connection: Connection, thread_id: str, checkpoint_ns: str
     ) -> Iterator[None]:
-        """An upsert of the namespace's row in ``lgsa_locks``, first in the transaction:
-        its row lock serialises the writers of one server until commit, and on a Galera
-        cluster two nodes' transactions that both wrote the row fail certification but
-        one (a deadlock error: the saver re-runs the loser, whose check then sees the
-        winner's checkpoint). ``GET_LOCK`` would be one node's only."""
-        stmt = self.insert(locks).values(
-            name=_lock_name("put", f"{thread_id}\x00{checkpoint_ns}"), owner="put", expires_at=0
-        )
+        """A row of the namespace in ``lgsa_locks``, written first in the transaction and
+        deleted again before it commits: its row lock serialises the writers of one
+        server until commit, and on a Galera cluster two nodes' transactions that both
+        wrote the row fail certification but one (a deadlock error: the saver re-runs the
+        loser, whose check then sees the winner's checkpoint). ``GET_LOCK`` would be one
+        node's only. Deleting it leaves no row behind (a row per namespace ever written
+        would grow with the data) while the write set still names the row."""
+        name = _lock_name("put", f"{thread_id}\x00{checkpoint_ns}")
+        stmt = self.insert(locks).values(name=name, owner="put", expires_at=0)
         connection.execute(stmt.on_duplicate_key_update(expires_at=stmt.inserted.expires_at + 1))
         yield
+        connection.execute(delete(locks).where(locks.c.name == name))
 
 
 class MariaDBQueryBuilder(MySQLQueryBuilder):
