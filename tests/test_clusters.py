@@ -14,12 +14,14 @@ own scripts (``.ci/clusters/up``, which ``.ci/run`` calls; see docs/deployments.
 
 Each test makes a database of its own. Without the clusters (the env variables that
 ``.ci/clusters/up`` writes) the tests are skipped, or fail when ``LGSA_REQUIRE_CLUSTERS``
-is set (as in CI). They run one after the other on one worker (they stop servers).
+is set (as in CI). They run one at a time (they stop servers): an exclusive file lock
+serialises them across the xdist workers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import sys
@@ -46,7 +48,21 @@ from langgraph.checkpoint.sqlalchemy import (
 
 from .test_reliability import counter_graph, thread
 
-pytestmark = pytest.mark.xdist_group("clusters")
+
+@pytest.fixture(autouse=True)
+def one_cluster_test_at_a_time() -> Iterator[None]:
+    """Cluster tests kill, promote and rebuild servers: one at a time across the xdist
+    workers (an exclusive lock on a file beside the clusters), whichever worker runs
+    them."""
+    path = os.path.join(os.environ.get("LGSA_CLUSTER_ROOT", "/tmp/lgsa-clusters"), "tests.lock")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
 
 #: psycopg 3 behind PgBouncer in transaction mode: no server-side prepared statements.
 PGBOUNCER_ARGS: dict[str, Any] = {"connect_args": {"prepare_threshold": None}}
