@@ -18,7 +18,7 @@ import pytest
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli, server
+from langgraph.checkpoint.sqlalchemy import SchemaOutOfDateError, SQLAlchemySaver, cli, server
 from langgraph.checkpoint.sqlalchemy._maintenance import checkpoint_time, id_at
 
 from .checkpoints import put_numbered_chain
@@ -239,4 +239,23 @@ async def test_server_checkpointer_without_setup_fails_clearly(
     monkeypatch.setenv("LANGGRAPH_CHECKPOINT_SETUP", "0")
     async with server.checkpointer() as saver:
         with pytest.raises(SchemaOutOfDateError, match="upgrade"):
+            await saver.aget_tuple({"configurable": {"thread_id": "s"}})
+
+
+@pytest.mark.parametrize("value", ["disable", "skip", "2", "nope"])
+async def test_server_checkpointer_refuses_an_unknown_setup_value(
+    value: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``LANGGRAPH_CHECKPOINT_SETUP=disable`` used to mean "yes" (only 0/false/no/off were
+    read) and migrate; an unknown value is now an error, and nothing is created."""
+    database = tmp_path / "server.sqlite"
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_URL", f"sqlite:///{database}")
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_SETUP", value)
+    with pytest.raises(ValueError, match="LANGGRAPH_CHECKPOINT_SETUP"):
+        async with server.checkpointer():
+            pytest.fail("started")
+    assert not database.exists()
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_SETUP", " Off ")
+    async with server.checkpointer() as saver:
+        with pytest.raises(SchemaOutOfDateError):
             await saver.aget_tuple({"configurable": {"thread_id": "s"}})

@@ -506,3 +506,33 @@ def test_sqlite_file_in_a_missing_directory_is_one_line(
     assert_one_error_line(err)
     assert "create the directory first" in err
     assert not (tmp_path / "no").exists()
+
+
+def test_export_never_replaces_a_file_without_yes_nor_follows_a_symlink(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    existing = tmp_path / "existing.jsonl"
+    existing.write_text("keep me\n")
+    code, _, err = run(capsys, "export", "t0", "-o", str(existing), "--url", url)
+    assert code == 1, err
+    assert_one_error_line(err)
+    assert "--yes" in err
+    assert existing.read_text() == "keep me\n"
+    code, _, err = run(capsys, "export", "t0", "-o", str(existing), "--yes", "--url", url)
+    assert code == 0, err
+    assert existing.read_text().startswith("{")
+    # a symbolic link is refused, --yes or not, and its target is untouched
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(victim)
+    for extra in ([], ["--yes"]):
+        code, _, err = run(capsys, "export", "t0", "-o", str(link), *extra, "--url", url)
+        assert code == 2, err
+        assert "symbolic link" in err
+        assert victim.read_text() == "precious\n"
+    # a new file is its owner's only: it holds conversations
+    fresh = tmp_path / "fresh.jsonl"
+    code, _, err = run(capsys, "export", "t0", "-o", str(fresh), "--url", url)
+    assert code == 0, err
+    assert fresh.stat().st_mode & 0o777 == 0o600

@@ -20,6 +20,21 @@ from .saver import SQLAlchemySaver
 __all__ = ["checkpointer"]
 
 _NO = {"0", "false", "no", "off"}
+_YES = {"1", "true", "yes", "on"}
+
+
+def _setup_from_env() -> bool:
+    """``LANGGRAPH_CHECKPOINT_SETUP``, parsed strictly: a value that is neither a yes nor
+    a no is an error (``disable`` used to mean "yes" and migrate)."""
+    value = os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    raise ValueError(
+        f"LANGGRAPH_CHECKPOINT_SETUP={value!r} is not understood: use 1/true/yes/on to run "
+        "the migrations at start (the default) or 0/false/no/off to skip them"
+    )
 
 
 @asynccontextmanager
@@ -29,20 +44,25 @@ async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
     Environment:
         LANGGRAPH_CHECKPOINT_URL: Database URL (default ``sqlite:///checkpoints.sqlite``).
         LANGGRAPH_CHECKPOINT_SCHEMA: PostgreSQL schema of the tables (default: search path).
-        LANGGRAPH_CHECKPOINT_SETUP: ``0``/``false`` to skip running the migrations at start
-            (when a deploy step runs ``upgrade``); by default :meth:`~SQLAlchemySaver.asetup`
-            runs, which is idempotent and safe from several replicas at once.
+        LANGGRAPH_CHECKPOINT_SETUP: ``0``/``false``/``no``/``off`` to skip running the
+            migrations at start (when a deploy step runs ``upgrade``); by default (or
+            ``1``/``true``/``yes``/``on``) :meth:`~SQLAlchemySaver.asetup` runs, which is
+            idempotent and safe from several replicas at once. Any other value is an
+            error.
 
     Yields:
         The saver; its engines are disposed on exit.
 
     Raises:
+        ValueError: ``LANGGRAPH_CHECKPOINT_SETUP`` is neither a yes nor a no; nothing was
+            opened.
         SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
             at the revision this version needs.
     """
+    setup = _setup_from_env()
     url = url_from_env()
     schema = os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA") or None
     async with SQLAlchemySaver.from_conn_string(url, schema=schema) as saver:
-        if os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower() not in _NO:
+        if setup:
             await saver.asetup()
         yield saver

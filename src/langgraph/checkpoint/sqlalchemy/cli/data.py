@@ -10,6 +10,8 @@ global ``--url``.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,7 +64,13 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     ex = add_command(sub, common, "export", cmd_export, "write threads to a JSON lines file")
     ex.add_argument("thread_ids", nargs="+", metavar="THREAD")
-    ex.add_argument("-o", "--output", required=True, metavar="FILE", help="file, or - for stdout")
+    ex.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="new file (0600; an existing one only with --yes, never a symlink), or - for stdout",
+    )
 
     im = add_command(sub, common, "import", cmd_import, "read a file written by export")
     im.add_argument("file", metavar="FILE", help="file, or - for stdin")
@@ -140,10 +148,34 @@ def cmd_export(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             print(_export_line(report), file=sys.stderr)
             return 0
-        with open(args.output, "w", encoding="utf-8") as fp:
+        with _open_output(args.output, overwrite=getattr(args, "yes", False)) as fp:
             report = transfer.export_threads(saver, args.thread_ids, fp)
     emit(args, asdict(report), lambda: print(f"{_export_line(report)} to {args.output}"))
     return 0
+
+
+def _open_output(path: str, *, overwrite: bool) -> IO[str]:
+    """The export file, new and readable by its owner only (0600: it holds
+    conversations). An existing file is replaced only with ``--yes``; a symbolic link is
+    never followed (it could point anywhere the operator can write).
+
+    Raises:
+        CommandError: The file exists (without ``--yes``) or is a symbolic link.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if overwrite else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        if os.path.islink(path):
+            raise CommandError(f"{path} is a symbolic link: give the file's own path", 2) from None
+        raise CommandError(
+            f"{path} exists: pass --yes to replace it, or choose another file", 1
+        ) from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise CommandError(f"{path} is a symbolic link: give the file's own path", 2) from e
+        raise
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _export_line(report: transfer.ExportReport) -> str:
