@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import migrate
+from ._display import shown_url
 from ._retry import RETRY_TIMEOUT, Retry
 
 if TYPE_CHECKING:
@@ -369,7 +370,7 @@ class Runner:
         current = migrate.current_revision(conn, schema=self.schema)
         head = migrate.head_revision()
         if current != head:
-            where = conn.engine.url.render_as_string(hide_password=True)
+            where = shown_url(conn.engine.url)
             if current is None or current in migrate.known_revisions():
                 raise SchemaOutOfDateError(
                     f"The checkpoint tables at {where} are at revision {current or 'none'}, "

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
+from ._display import shown_url
 from .dialects import QueryBuilder
 from .errors import CheckpointConnectionError, CheckpointContentionError, CheckpointReadOnlyError
 
@@ -82,7 +83,7 @@ class Retry:
         return pause
 
     def _give_up(self, kind: str, error: BaseException, elapsed: float) -> Exception:
-        where = self._url.render_as_string(hide_password=True)
+        where = shown_url(self._url)
         orig = getattr(error, "orig", None) or error
         cause = f"{type(orig).__name__}: {orig}".strip()
         tried = f"{self._attempt} attempts over {elapsed:.1f} s"

@@ -24,6 +24,7 @@ from alembic.util import CommandError
 from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
 
+from ._display import shown_url
 from .errors import SchemaOutOfDateError
 from .schema import VERSION_TABLE
 
@@ -168,7 +169,7 @@ def is_ahead(current: str | None) -> bool:
 def newer_schema_error(connection: Connection, current: str | None) -> SchemaOutOfDateError:
     """The error for a database migrated by a newer version of the package (its revision
     ``current`` is not among :func:`known_revisions`)."""
-    where = connection.engine.url.render_as_string(hide_password=True)
+    where = shown_url(connection.engine.url)
     return SchemaOutOfDateError(
         f"The checkpoint tables at {where} are at revision {current}, unknown to this "
         "version of langgraph-checkpoint-sqlalchemy (its newest is "

@@ -34,6 +34,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import NullPool
 
 from .. import errors, migrate
+from .._display import masked_text, shown_url
 from .._engines import EngineURLs, configure_engine, resolve_urls
 from ..dialects import DIALECTS, WRITE_OPTION
 from ..saver import SQLAlchemySaver
@@ -81,10 +82,12 @@ _PASSWORD_IN_URL = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")
 
 
 def masked(url: str | URL) -> str:
-    """``url`` as text with its password hidden (``***``), even when it does not parse."""
+    """``url`` as text with its password and secret query parameters (``?password=``)
+    hidden (``***``), even when it does not parse (see :func:`.shown_url`)."""
     if isinstance(url, URL):
-        return url.render_as_string(hide_password=True)
-    return _PASSWORD_IN_URL.sub(r"\1***@", str(url))
+        return shown_url(url)
+    # text may be a whole message that holds URLs: mask in place, do not parse
+    return masked_text(str(url))
 
 
 def _end(what: object) -> str:

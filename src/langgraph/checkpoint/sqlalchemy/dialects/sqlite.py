@@ -36,6 +36,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
+from .._display import shown_url
 from ..errors import DatabaseURLError
 from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
 
@@ -98,7 +99,7 @@ class SQLiteQueryBuilder(QueryBuilder):
         open an in-memory database and lose it at exit), a directory. ``sqlite://`` and
         ``sqlite:///:memory:`` are SQLAlchemy's spellings of an in-memory database."""
         if url.host or url.port or url.username or url.password:
-            where = url.render_as_string(hide_password=True)
+            where = shown_url(url)
             raise DatabaseURLError(
                 f"{where!r} is not a SQLite URL: the text after 'sqlite://' is read as a "
                 f"host, not a file (SQLAlchemy refuses it); {SQLITE_URL_FORMS}"

@@ -1,0 +1,54 @@
+"""Database URLs as the package shows them (errors, CLI output, logs): never a secret.
+
+SQLAlchemy's ``render_as_string(hide_password=True)`` hides the URL's password field
+only; a password given as a query parameter (``?password=...``, libpq's
+``sslpassword``, a token) would be printed as is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy.engine import URL, make_url
+
+__all__ = ["SECRET_PARAMETERS", "masked_text", "shown_url"]
+
+#: Query parameters whose values are secrets (compared in lower case).
+SECRET_PARAMETERS = frozenset(
+    {"password", "passwd", "pass", "pwd", "sslpassword", "secret", "token", "api_key", "apikey"}
+)
+
+_PASSWORD_FIELD = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")
+_SECRET_PARAMETER = re.compile(
+    r"([?&](?:" + "|".join(sorted(SECRET_PARAMETERS, key=len, reverse=True)) + r")=)[^&#\s]*",
+    re.IGNORECASE,
+)
+
+
+def masked_text(text: str) -> str:
+    """``text`` (a URL that may not parse, or a message holding URLs) with every URL's
+    password field and secret query parameters replaced by ``***`` in place."""
+    return _SECRET_PARAMETER.sub(r"\1***", _PASSWORD_FIELD.sub(r"\1***@", text))
+
+
+def shown_url(url: str | URL) -> str:
+    """``url`` as text with its password and secret query parameters shown as ``***``,
+    even when it does not parse.
+
+    Args:
+        url: A URL, or text that may be one.
+
+    Returns:
+        The text to show.
+    """
+    if not isinstance(url, URL):
+        try:
+            url = make_url(url)
+        except Exception:
+            return masked_text(str(url))
+    query = {
+        key: ("***" if key.lower() in SECRET_PARAMETERS else value)
+        for key, value in url.query.items()
+    }
+    shown = url.set(query=query).render_as_string(hide_password=True)
+    return shown.replace("=%2A%2A%2A", "=***")  # rendered URL-encoded
