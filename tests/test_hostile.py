@@ -19,7 +19,11 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 
-from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointMetadataError
+from langgraph.checkpoint.sqlalchemy import (
+    CheckpointConfigError,
+    CheckpointMetadataError,
+    SQLAlchemySaver,
+)
 from langgraph.checkpoint.sqlalchemy.schema import THREAD_ID_MAX_LENGTH
 
 from .doors import Door
@@ -732,3 +736,19 @@ async def test_channel_name_with_nul_or_lone_surrogate_raises_config_error(
     got = await door.get_tuple(config)
     assert got is not None and got.pending_writes == []
     await seed_.check(door)
+
+
+@pytest.mark.parametrize("huge", [2**63, 10**20])
+def test_counts_beyond_64_bits_are_a_value_error_not_an_overflow(
+    saver: SQLAlchemySaver, huge: int
+) -> None:
+    """``list_threads(limit=10**20)`` used to reach the driver (raw ``OverflowError`` or
+    ``DataError``); a count must fit the databases' 64-bit LIMIT/OFFSET."""
+    with pytest.raises(ValueError, match=r"limit must be None or an int from 0 to 2\*\*63"):
+        saver.list_threads(limit=huge)
+    with pytest.raises(ValueError, match="offset must be an int from 0"):
+        saver.list_threads(offset=huge)
+    with pytest.raises(ValueError, match="limit must be None or an int"):
+        list(saver.list(None, limit=huge))
+    assert saver.list_threads(limit=2**63 - 1) == []  # the largest count works
+    assert list(saver.list(None, limit=2**63 - 1)) == []

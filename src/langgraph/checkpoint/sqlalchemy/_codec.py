@@ -238,18 +238,35 @@ def check_inline_limit(value: Any) -> int:
     return value
 
 
+#: The largest count a database takes as a LIMIT or OFFSET (a signed 64-bit integer).
+MAX_COUNT = 2**63 - 1
+
+
+def check_count(name: str, value: object, *, none: bool) -> None:
+    """Check a ``limit`` or ``offset`` argument: an int from 0 to :data:`MAX_COUNT` (or
+    None when ``none``).
+
+    Raises:
+        ValueError: Not an int, negative, or over :data:`MAX_COUNT` (a database would
+            answer with a raw overflow error).
+    """
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        allowed = "None or an int" if none else "an int"
+        raise ValueError(f"{name} must be {allowed} from 0 to 2**63 - 1, got {value!r}")
+
+
 def thread_page(
     limit: int | None, offset: int, idle_for: timedelta | None
 ) -> tuple[int | None, int, str | None]:
     """``(limit, offset, newest id allowed)`` of ``list_threads``, checked.
 
     Raises:
-        ValueError: ``limit`` or ``offset`` negative or not an int.
+        ValueError: ``limit`` or ``offset`` not an int from 0 to 2**63 - 1.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    check_count("limit", limit, none=True)
+    check_count("offset", offset, none=False)
     cutoff = None
     if idle_for is not None:
         try:

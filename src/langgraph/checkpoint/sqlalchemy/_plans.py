@@ -167,14 +167,13 @@ class Pages:
         size: Checkpoints a page.
 
     Raises:
-        ValueError: ``limit`` negative or not an int.
+        ValueError: ``limit`` not None or an int from 0 to 2**63 - 1.
     """
 
     def __init__(
         self, codec: _codec.Codec, query: _listing.ListQuery, limit: int | None, size: int
     ) -> None:
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
+        _codec.check_count("limit", limit, none=True)
         self.codec = codec
         self.query = query
         self.size = size
