@@ -439,10 +439,11 @@ def test_cli_export_import_round_trip(tmp_path: Path, pg_database: Callable[[], 
     done = cli("--url", ours, "export", *THREADS, "-o", str(dump))
     assert done.returncode == 0, done.stderr
     lines = dump.read_text().splitlines()
-    assert json.loads(lines[0]) == {"format": EXPORT_FORMAT, "version": 1}
+    assert json.loads(lines[0]) == {"format": EXPORT_FORMAT, "version": 2}
     first = json.loads(lines[1])
     assert set(first) >= {"thread_id", "checkpoint_ns", "checkpoint_id", "metadata"}
     assert set(first["checkpoint"]) == {"type", "data"}
+    assert all(set(v) == {"type", "data"} for v in first["channel_values"].values())
 
     # -o - writes to stdout, the same document
     to_stdout = cli("--url", ours, "export", *THREADS, "-o", "-")
@@ -455,7 +456,12 @@ def test_cli_export_import_round_trip(tmp_path: Path, pg_database: Callable[[], 
     report = json.loads(imported.stdout)
     assert report["checkpoints_imported"] == len(lines) - 1
     assert report["threads"] == len(THREADS)
-    again = cli("import", "-", "--url", pg, "--json", stdin=dump.read_text())
+    assert sorted(report["thread_ids"]) == sorted(THREADS)
+    # The threads exist now: writing into them again needs --into-existing.
+    refused = cli("import", "-", "--url", pg, stdin=dump.read_text())
+    assert refused.returncode == 1
+    assert "--into-existing" in refused.stderr and "nothing was imported" in refused.stderr
+    again = cli("import", "-", "--url", pg, "--json", "--into-existing", stdin=dump.read_text())
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["checkpoints_skipped"] == len(lines) - 1
 

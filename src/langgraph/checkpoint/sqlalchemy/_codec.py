@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _history, _inline, _listing, _maintenance, _ops, _strict
+from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
 from ._canonical import canonical_json
 from ._valuecache import ValueCache
 from .errors import (
@@ -372,6 +372,10 @@ class Codec:
         self.strict = strict
         self.values = ValueCache()
 
+    def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
+        """A codec like this one with another serializer (its own value cache)."""
+        return Codec(serde, self.st, inline_limit=self.inline_limit, strict=strict)
+
     # -- decoding -------------------------------------------------------------------------
 
     def loads(self, type_: str, data: bytes | None) -> Any:
@@ -456,13 +460,22 @@ class Codec:
         """DeltaChannel channels a checkpoint row versions but holds no value for: the
         ones LangGraph rebuilds from history. DeltaChannels leave their update counters
         in ``metadata["counters_since_delta_snapshot"]``."""
-        counters = (row.metadata or {}).get("counters_since_delta_snapshot") or {}
-        missing = [ch for ch in counters if ch not in row.value_versions]
+        metadata = row.metadata if isinstance(row.metadata, dict) else {}
+        counters = metadata.get("counters_since_delta_snapshot") or {}
+        held = row.value_versions if isinstance(row.value_versions, dict) else {}
+        if not isinstance(counters, dict):
+            return []
+        missing = [ch for ch in counters if isinstance(ch, str) and ch not in held]
         if not missing:
             return []
-        checkpoint = self.serde.loads_typed((row.type, row.checkpoint))
-        versions = checkpoint.get("channel_versions", {})
-        return [ch for ch in missing if ch in versions]
+        # Only the channel versions are needed: read as data, no object rebuilt (a
+        # forged document naming a callable must not run it during a prune).
+        try:
+            checkpoint = _opaque.document(self.serde, row.type, row.checkpoint)
+            versions = checkpoint.get("channel_versions", {})
+            return [ch for ch in missing if ch in versions]
+        except Exception:  # unreadable: keep the history of all of them (the safe side)
+            return missing
 
     # -- encoding -------------------------------------------------------------------------
 

@@ -24,13 +24,17 @@ __all__ = [
     "header_line",
     "parse_record",
     "record_line",
+    "record_thread",
     "text_lines",
 ]
 
 #: ``format`` of the first line of an export file.
 EXPORT_FORMAT = "langgraph-checkpoint-sqlalchemy/jsonl"
-#: ``version`` of the export format written by :func:`export_threads`.
-EXPORT_VERSION = 1
+#: ``version`` of the export format written by :func:`export_threads`: 2 stores each
+#: channel value apart from the checkpoint document, as the saver stored it.
+EXPORT_VERSION = 2
+#: Versions :func:`check_header` accepts (1 kept the channel values inside the document).
+READ_VERSIONS = (1, 2)
 
 
 def _encode(serde: SerializerProtocol, value: Any) -> dict[str, str]:
@@ -58,15 +62,18 @@ def record_line(
     tup: CheckpointTuple,
     pending: Sequence[PendingWrite],
 ) -> str:
-    """The line of one checkpoint and its pending writes, values through ``serde``."""
+    """The line of one checkpoint and its pending writes, values through ``serde`` (the
+    document without its channel values, then each value and each write)."""
     parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    values = tup.checkpoint.get("channel_values") or {}
     record = {
         "thread_id": thread_id,
         "checkpoint_ns": ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": parent,
         "metadata": tup.metadata,
-        "checkpoint": _encode(serde, tup.checkpoint),
+        "checkpoint": _encode(serde, {**tup.checkpoint, "channel_values": {}}),
+        "channel_values": {ch: _encode(serde, v) for ch, v in values.items()},
         "pending_writes": [
             {
                 "task_id": w.task_id,
@@ -118,15 +125,31 @@ def check_header(line: str) -> None:
         raise ExportFormatError(
             f"line 1: unknown export format {header.get('format')!r}; expected {EXPORT_FORMAT!r}."
         )
-    if header.get("version") != EXPORT_VERSION:
+    if header.get("version") not in READ_VERSIONS:
         raise ExportFormatError(
             f"line 1: export version {header.get('version')!r} is not supported by this "
-            f"version of langgraph-checkpoint-sqlalchemy (it reads version {EXPORT_VERSION})."
+            "version of langgraph-checkpoint-sqlalchemy (it reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))})."
         )
 
 
+def record_thread(line: str, number: int) -> str:
+    """The ``thread_id`` of a record line, nothing else decoded.
+
+    Raises:
+        ExportFormatError: Not JSON, or no string ``thread_id``.
+    """
+    try:
+        thread_id = json.loads(line).get("thread_id")
+    except (ValueError, AttributeError, RecursionError):
+        thread_id = None
+    if not isinstance(thread_id, str):
+        raise ExportFormatError(f"line {number}: not a checkpoint record (no thread_id).")
+    return thread_id
+
+
 def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any, ...]:
-    """Line ``number`` of an export file, values decoded with ``serde``.
+    """Line ``number`` of an export file (version 1 or 2), values decoded with ``serde``.
 
     Returns:
         ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata,
@@ -151,6 +174,13 @@ def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any
         checkpoint = _decode(serde, rec["checkpoint"])
         if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
             raise ValueError("checkpoint does not decode to the checkpoint named by the line")
+        if "channel_values" in rec:  # version 2: each value apart, as stored
+            values = rec["channel_values"]
+            if not isinstance(values, dict):
+                raise ValueError("channel_values must be an object")
+            checkpoint["channel_values"] = {
+                str(ch): _decode(serde, doc) for ch, doc in values.items()
+            }
         pending = [
             PendingWrite(
                 str(w["task_id"]),
@@ -161,7 +191,7 @@ def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any
             )
             for w in rec.get("pending_writes") or []
         ]
-    except (KeyError, TypeError, ValueError, binascii.Error) as e:
+    except (KeyError, TypeError, ValueError, RecursionError, binascii.Error) as e:
         detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
         raise ExportFormatError(f"line {number}: not a checkpoint record ({detail}).") from e
     return thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending

@@ -56,6 +56,10 @@ class Plans:
         self.st = st
         self.detect_conflicts = detect_conflicts
 
+    def with_codec(self, codec: _codec.Codec) -> Plans:
+        """These plans with another codec (a saver cloned with another serializer)."""
+        return Plans(codec, self.st, detect_conflicts=self.detect_conflicts)
+
     def get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
         key = _codec.checkpoint_key(config)
         rec = yield Access.READ_ONE, _ops.get_checkpoint, (self.st, *key)

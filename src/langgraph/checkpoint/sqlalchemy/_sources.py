@@ -11,6 +11,7 @@ else through ``list``/``get_tuple``.
 
 from __future__ import annotations
 
+import copy
 import os
 import sqlite3
 from collections import Counter
@@ -22,6 +23,7 @@ from urllib.parse import quote
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from sqlalchemy import (
     Connection,
@@ -40,6 +42,7 @@ from sqlalchemy.pool import NullPool
 from . import _maintenance
 from ._codec import PendingWrite, checkpoint_config
 from ._engines import resolve_urls
+from ._opaque import OpaqueSerializer, cipher_of
 from .errors import UnknownSourceError
 from .saver import SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
@@ -53,6 +56,7 @@ __all__ = [
     "SourceKind",
     "Tables",
     "batches",
+    "opaque_view",
     "open_saver",
     "thread_config",
 ]
@@ -115,6 +119,16 @@ class Source(BaseCheckpointSaver[Any]):
         self._engine = engine
         self.tables = Tables(self._read, checkpoints, writes, value_column)
 
+    def with_serde(self, serde: SerializerProtocol) -> Source:
+        """This source reading through ``serde`` (a shallow copy of the official saver
+        with that serializer)."""
+        inner = copy.copy(self.saver)
+        inner.serde = serde
+        clone = copy.copy(self)
+        clone.saver = inner
+        clone.serde = serde
+        return clone
+
     def _read(self, op: Callable[[Connection], T]) -> T:
         with self._engine.connect() as conn:
             return op(conn)
@@ -126,6 +140,21 @@ class Source(BaseCheckpointSaver[Any]):
     def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
         """The wrapped saver's ``list`` (``filter``, ``before``, ``limit``)."""
         return self.saver.list(config, **kwargs)
+
+
+def opaque_view(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
+    """``saver`` reading and writing values as data, never rebuilding an object
+    (:class:`._opaque.OpaqueSerializer`, with the cipher of its ``EncryptedSerializer``).
+
+    Ours and a :class:`Source` get such a view, sharing their engines; any other saver
+    is returned as is (its own ``get_tuple``/``list`` decode with its serializer).
+    """
+    opaque = OpaqueSerializer(cipher_of(saver.serde))
+    if isinstance(saver, SQLAlchemySaver):
+        return saver._with_serde(opaque, strict_decode=False)
+    if isinstance(saver, Source):
+        return saver.with_serde(opaque)
+    return saver
 
 
 def _tables_of(saver: BaseCheckpointSaver[Any]) -> Tables | None:
@@ -140,11 +169,14 @@ def _tables_of(saver: BaseCheckpointSaver[Any]) -> Tables | None:
 
 class Reader:
     """Reads threads, checkpoint keys (oldest first) and checkpoints with their writes
-    from any saver: through its raw tables when known, else through ``list``."""
+    from any saver: through its raw tables when known, else through ``list``. Ours and
+    an official saver's are read through :func:`opaque_view`: values as data, no object
+    rebuilt."""
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.saver = saver
-        self.tables = _tables_of(saver)
+        self.saver = opaque_view(saver)
+        self.opaque = self.saver is not saver
+        self.tables = _tables_of(self.saver)
 
     def threads(self) -> list[str]:
         if self.tables is None:

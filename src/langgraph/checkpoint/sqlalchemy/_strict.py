@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ormsgpack
@@ -35,12 +35,24 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-__all__ = ["NotRebuiltError", "loads", "strict_from_env"]
+__all__ = [
+    "OUR_STRICT_ENV",
+    "NotRebuiltError",
+    "loads",
+    "strict_from_env",
+    "strict_serde",
+    "strict_setting",
+]
 
 #: Environment variable of LangGraph's strict msgpack mode, which also turns strict
 #: decoding on (values LangGraph reads as true).
 STRICT_ENV = "LANGGRAPH_STRICT_MSGPACK"
+#: Our environment variable for the saver's ``strict`` option, parsed strictly: it wins
+#: over ``LANGGRAPH_STRICT_MSGPACK`` when set.
+OUR_STRICT_ENV = "LANGGRAPH_CHECKPOINT_STRICT"
 _TRUE = ("1", "true", "yes")
+_YES = {"1", "true", "yes", "on"}
+_NO = {"0", "false", "no", "off"}
 
 # LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus): objects
 # rebuilt by calling their class (or a method of it) on stored fields.
@@ -70,6 +82,73 @@ class NotRebuiltError(ValueError):
 def strict_from_env() -> bool:
     """Whether ``LANGGRAPH_STRICT_MSGPACK`` asks for strict decoding (1, true or yes)."""
     return os.environ.get(STRICT_ENV, "").strip().lower() in _TRUE
+
+
+def strict_setting(explicit: bool | None, *, default: bool = False) -> bool:
+    """The saver's ``strict`` mode: ``explicit`` when given, else
+    ``LANGGRAPH_CHECKPOINT_STRICT`` (1/true/yes/on or 0/false/no/off), else
+    ``LANGGRAPH_STRICT_MSGPACK`` (as LangGraph reads it), else ``default``.
+
+    Raises:
+        ValueError: ``LANGGRAPH_CHECKPOINT_STRICT`` holds another value.
+    """
+    if explicit is not None:
+        return bool(explicit)
+    ours = os.environ.get(OUR_STRICT_ENV)
+    if ours is not None and ours.strip():
+        value = ours.strip().lower()
+        if value in _YES:
+            return True
+        if value in _NO:
+            return False
+        raise ValueError(
+            f"{OUR_STRICT_ENV}={ours!r} is not understood: use 1/true/yes/on for strict "
+            "deserialisation or 0/false/no/off for LangGraph's permissive default"
+        )
+    if os.environ.get(STRICT_ENV) is not None:
+        return strict_from_env()
+    return default
+
+
+def strict_serde(
+    serde: SerializerProtocol | None, allowed: Iterable[tuple[str, ...] | type] | None
+) -> SerializerProtocol:
+    """The serializer of a strict saver.
+
+    No ``serde``: a ``JsonPlusSerializer`` that rebuilds LangGraph's built-in safe types
+    and ``allowed`` only (LangGraph's ``allowed_msgpack_modules``). A given ``serde``
+    (optionally inside an ``EncryptedSerializer``) is kept, with ``allowed`` added to its
+    allowlist; it must not be LangGraph's permissive default, which would rebuild any
+    type a row names before anything could refuse it.
+
+    Raises:
+        ValueError: ``serde`` is a permissive ``JsonPlusSerializer`` (``allowed`` given
+            or not), or ``allowed`` is given for a serializer that has no allowlist.
+    """
+    extra = tuple(allowed or ())
+    if serde is None:
+        return JsonPlusSerializer(allowed_msgpack_modules=extra or None)
+    inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
+    if isinstance(inner, JsonPlusSerializer):
+        if getattr(inner, "_allowed_msgpack_modules", None) is True:
+            raise ValueError(
+                "strict=True needs a serializer that refuses unknown types, but this "
+                "JsonPlusSerializer allows every type (LangGraph's default without "
+                "LANGGRAPH_STRICT_MSGPACK): build it with allowed_msgpack_modules=[...] "
+                "or leave serde out"
+            )
+        if not extra:
+            return serde
+        stricter = inner.with_msgpack_allowlist(extra)
+        if isinstance(serde, EncryptedSerializer):
+            return EncryptedSerializer(serde.cipher, stricter)
+        return stricter
+    if extra:
+        raise ValueError(
+            f"allowed_msgpack_modules needs a JsonPlusSerializer (optionally inside an "
+            f"EncryptedSerializer), not {type(serde).__name__}"
+        )
+    return serde
 
 
 class _Opaque:

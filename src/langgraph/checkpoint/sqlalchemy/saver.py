@@ -22,8 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from functools import partial
@@ -39,7 +48,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from typing_extensions import Self
 
 from sqlalchemy import Engine
@@ -122,10 +131,23 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
             15). See :class:`._retry.Retry`.
+        strict: Strict deserialisation: stored objects are rebuilt only for LangGraph's
+            built-in safe types, ``allowed_msgpack_modules`` and the state types a
+            graph passes through :meth:`with_allowlist`; any other object a row names
+            (a forged ``os.system``) is never imported or called and reading it raises
+            :class:`CheckpointDecodeError`. Also turns ``strict_decode`` on unless it is
+            False. None (default): ``LANGGRAPH_CHECKPOINT_STRICT`` (1/true/yes/on or
+            0/false/no/off; anything else is an error) when set, else
+            ``LANGGRAPH_STRICT_MSGPACK`` as LangGraph reads it, else off (LangGraph's
+            permissive default). See docs/security.md.
+        allowed_msgpack_modules: In strict mode, more types to rebuild: classes or
+            ``(module, name)`` tuples (LangGraph's ``allowed_msgpack_modules``).
 
     Raises:
-        ValueError: Neither engine was given, ``inline_limit`` is out of range, or
-            ``retry_timeout`` is negative.
+        ValueError: Neither engine was given, ``inline_limit`` is out of range,
+            ``retry_timeout`` is negative, ``LANGGRAPH_CHECKPOINT_STRICT`` holds an
+            unknown value, ``strict`` with LangGraph's permissive serializer, or
+            ``allowed_msgpack_modules`` without ``strict``.
         UnsupportedDialectError: The engine's dialect is not supported.
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver of the other side
@@ -152,14 +174,26 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         detect_conflicts: bool = False,
         strict_decode: bool | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
+        strict: bool | None = None,
+        allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
     ) -> None:
+        is_strict = _strict.strict_setting(strict)
+        if is_strict:
+            serde = _strict.strict_serde(serde, allowed_msgpack_modules)
+        elif allowed_msgpack_modules is not None:
+            raise ValueError(
+                "allowed_msgpack_modules applies to strict mode: pass strict=True (or set "
+                f"{_strict.OUR_STRICT_ENV}=1 or LANGGRAPH_STRICT_MSGPACK=true)"
+            )
         super().__init__(serde=serde)
         if not retry_timeout >= 0:
             raise ValueError(
                 f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
             )
         inline_limit = _codec.check_inline_limit(inline_limit)
-        strict = _strict.strict_from_env() if strict_decode is None else strict_decode
+        if strict_decode is None:
+            strict_decode = is_strict or _strict.strict_from_env()
+        self.strict = is_strict
         # Set by from_conn_string on the instance before __init__: the shared engines.
         shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
         if shared is None:
@@ -175,8 +209,35 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
         self._doors.retry_timeout = retry_timeout
         self._st = _ops.statements_for(qb)
-        self._codec = _codec.Codec(self.serde, self._st, inline_limit=inline_limit, strict=strict)
+        self._codec = _codec.Codec(
+            self.serde, self._st, inline_limit=inline_limit, strict=strict_decode
+        )
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
+        """A saver sharing this one's engines whose serializer also rebuilds the types
+        of ``extra_allowlist`` (LangGraph contract: ``graph.compile`` calls it with the
+        graph's state types when ``LANGGRAPH_STRICT_MSGPACK`` is on).
+
+        Args:
+            extra_allowlist: ``(module, name)`` tuples of the types to allow.
+
+        Returns:
+            This saver when nothing changes, else a shallow clone with the merged
+            allowlist (closing either closes the shared engines).
+        """
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is self:
+            return self
+        return self._with_serde(clone.serde, strict_decode=self._codec.strict)
+
+    def _with_serde(self, serde: SerializerProtocol, *, strict_decode: bool) -> Self:
+        """A shallow clone using ``serde`` (same engines, statements and options)."""
+        clone = copy.copy(self)
+        clone.serde = maybe_add_typed_methods(serde)
+        clone._codec = self._codec.with_serde(clone.serde, strict=strict_decode)
+        clone._plans = self._plans.with_codec(clone._codec)
+        return clone
 
     @classmethod
     def from_conn_string(
@@ -189,6 +250,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         detect_conflicts: bool = False,
         strict_decode: bool | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
+        strict: bool | None = None,
+        allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -213,6 +276,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             detect_conflicts: See :class:`SQLAlchemySaver`.
             strict_decode: See :class:`SQLAlchemySaver`.
             retry_timeout: See :class:`SQLAlchemySaver`.
+            strict: See :class:`SQLAlchemySaver`.
+            allowed_msgpack_modules: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -232,7 +297,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
-        options.update(retry_timeout=retry_timeout)
+        options.update(retry_timeout=retry_timeout, strict=strict)
+        options.update(allowed_msgpack_modules=allowed_msgpack_modules)
         return _shared.open_saver(cls, urls, options, engine_kwargs)
 
     @property

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ._engines import url_from_env
+from ._strict import strict_setting
 from .saver import SQLAlchemySaver
 
 __all__ = ["checkpointer"]
@@ -49,20 +50,27 @@ async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
             ``1``/``true``/``yes``/``on``) :meth:`~SQLAlchemySaver.asetup` runs, which is
             idempotent and safe from several replicas at once. Any other value is an
             error.
+        LANGGRAPH_CHECKPOINT_STRICT: The saver's ``strict`` mode, ON by default here (a
+            server's database is shared, so a forged row must not run code):
+            ``0``/``false``/``no``/``off`` for LangGraph's permissive default. Unset, an
+            explicit ``LANGGRAPH_STRICT_MSGPACK`` decides; any other value is an error.
+            Graphs compiled with ``LANGGRAPH_STRICT_MSGPACK=true`` pass their state
+            types to the saver (``with_allowlist``); see docs/security.md.
 
     Yields:
         The saver; its engines are disposed on exit.
 
     Raises:
-        ValueError: ``LANGGRAPH_CHECKPOINT_SETUP`` is neither a yes nor a no; nothing was
-            opened.
+        ValueError: ``LANGGRAPH_CHECKPOINT_SETUP`` or ``LANGGRAPH_CHECKPOINT_STRICT`` is
+            neither a yes nor a no; nothing was opened.
         SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
             at the revision this version needs.
     """
     setup = _setup_from_env()
+    strict = strict_setting(None, default=True)
     url = url_from_env()
     schema = os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA") or None
-    async with SQLAlchemySaver.from_conn_string(url, schema=schema) as saver:
+    async with SQLAlchemySaver.from_conn_string(url, schema=schema, strict=strict) as saver:
         if setup:
             await saver.asetup()
         yield saver

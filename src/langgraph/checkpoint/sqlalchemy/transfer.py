@@ -20,6 +20,7 @@ target always has its writes.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,9 +32,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, Checkpoin
 from . import _jsonl, _maintenance
 from ._codec import PendingWrite, namespace, thread
 from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
-from ._sources import Reader, SourceKind, batches, open_saver
+from ._sources import Reader, SourceKind, batches, opaque_view, open_saver
 from ._sources import Source as Source  # what open_source yields (documented with this module)
-from .errors import CheckpointConfigError, ExportFormatError, UnknownSourceError
+from .errors import (
+    CheckpointConfigError,
+    ExportFormatError,
+    ThreadNotEmptyError,
+    UnknownSourceError,
+)
 from .saver import SQLAlchemySaver
 
 __all__ = [
@@ -50,6 +56,7 @@ __all__ = [
     "copy_threads",
     "count_checkpoints",
     "export_threads",
+    "import_plan",
     "import_threads",
     "missing_threads",
     "open_source",
@@ -121,8 +128,10 @@ class ExportReport:
 
 @dataclass
 class ImportReport:
-    """What :func:`import_threads` did (same meaning as :class:`CopyReport`)."""
+    """What :func:`import_threads` did (same meaning as :class:`CopyReport`);
+    ``thread_ids`` lists the threads it was to write (the file's, or those chosen)."""
 
+    thread_ids: list[str] = field(default_factory=list)
     threads: int = 0
     checkpoints_imported: int = 0
     checkpoints_skipped: int = 0
@@ -239,12 +248,14 @@ def _store(
 # -- copy ---------------------------------------------------------------------------------
 
 
-def _chosen_threads(reader: Reader, thread_ids: Sequence[str] | None) -> list[str]:
-    if thread_ids is None:
-        return reader.threads()
+def _chosen_ids(thread_ids: Sequence[str]) -> list[str]:
     if isinstance(thread_ids, (str, bytes)):
         raise TypeError(f"thread_ids must be a list of ids, not a single string: [{thread_ids!r}]")
     return list(dict.fromkeys(str(t) for t in thread_ids))
+
+
+def _chosen_threads(reader: Reader, thread_ids: Sequence[str] | None) -> list[str]:
+    return reader.threads() if thread_ids is None else _chosen_ids(thread_ids)
 
 
 def count_checkpoints(
@@ -296,6 +307,9 @@ def copy_threads(
             thread's checkpoints before it are stored; re-run after fixing the source).
     """
     reader = Reader(source)
+    # Values read as data are written back as stored; a saver of unknown tables hands
+    # back rebuilt objects, which the target's own serializer writes.
+    writer = cast(SQLAlchemySaver, opaque_view(target)) if reader.opaque else target
     threads = _chosen_threads(reader, thread_ids)
     report = CopyReport()
     handled = 0
@@ -313,7 +327,7 @@ def copy_threads(
             else:
                 tup, pending = reader.read(thread_id, ns, checkpoint_id)
                 parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-                _store(target, thread_id, ns, parent, tup.checkpoint, tup.metadata, pending)
+                _store(writer, thread_id, ns, parent, tup.checkpoint, tup.metadata, pending)
                 report.checkpoints_copied += 1
                 report.writes_copied += len(pending)
             handled += 1
@@ -364,56 +378,117 @@ def export_threads(
         Counts of what was written.
     """
     reader = Reader(saver)
+    serde = reader.saver.serde
     threads = _chosen_threads(reader, thread_ids)
     report = ExportReport(threads=len(threads))
     fp.write(_jsonl.header_line())
     for thread_id in threads:
         for ns, checkpoint_id in reader.keys(thread_id):
             tup, pending = reader.read(thread_id, ns, checkpoint_id)
-            fp.write(_jsonl.record_line(saver.serde, thread_id, ns, checkpoint_id, tup, pending))
+            fp.write(_jsonl.record_line(serde, thread_id, ns, checkpoint_id, tup, pending))
             report.checkpoints += 1
             report.writes += len(pending)
     return report
 
 
-def import_threads(saver: SQLAlchemySaver, fp: IO[str]) -> ImportReport:
+def import_plan(fp: IO[str]) -> dict[str, int]:
+    """The threads an export file holds and their checkpoint counts, in file order,
+    read without decoding any value; the file is left at its start.
+
+    Args:
+        fp: A text file open for reading (read into memory first when it cannot seek).
+
+    Returns:
+        ``{thread_id: checkpoints}``.
+
+    Raises:
+        ExportFormatError: Not an export file, or a line without a string ``thread_id``.
+    """
+    lines = _jsonl.text_lines(fp)
+    _jsonl.check_header(next(lines, ("", 1))[0])
+    found: dict[str, int] = {}
+    for line, number in lines:
+        if line.strip():
+            thread_id = _jsonl.record_thread(line, number)
+            found[thread_id] = found.get(thread_id, 0) + 1
+    fp.seek(0)
+    return found
+
+
+def import_threads(
+    saver: SQLAlchemySaver,
+    fp: IO[str],
+    *,
+    thread_ids: Sequence[str] | None = None,
+    into_existing: bool = False,
+) -> ImportReport:
     """Read a file written by :func:`export_threads` into our saver.
 
-    Idempotent like :func:`copy_threads`: checkpoints the saver already has are skipped,
-    each checkpoint is stored with its writes in one transaction. Values are decoded with
-    the saver's ``serde`` (which must read what the exporting saver's wrote) and stored
-    again through it; ``new_versions`` is the checkpoint's channel versions of the
-    channels it holds a value for.
+    Explicit about what it touches: the file is read once for its threads
+    (:func:`import_plan`) before anything is written; a thread that already has
+    checkpoints in the saver is written to only with ``into_existing`` (a crafted file
+    could otherwise plant a new latest checkpoint in a live thread). Values move as they
+    are stored in the file, as data: nothing in the file is imported, called or
+    unpickled (:mod:`._opaque`), and an encrypted file stays readable only with its key.
+    Each checkpoint is stored with its writes in one transaction; checkpoints the saver
+    already has are skipped, so an interrupted import is finished by running it again
+    (with ``into_existing``).
 
     Args:
         saver: Our saver, set up.
-        fp: A text file open for reading.
+        fp: A text file open for reading (read into memory when it cannot seek).
+        thread_ids: Import only these threads (None: every thread of the file).
+        into_existing: Allow writing into threads that already have checkpoints.
 
     Returns:
-        Counts of what was imported and skipped.
+        Counts of what was imported and skipped, and the threads written.
 
     Raises:
         ExportFormatError: Not an export file, an unknown format or version, or a bad
             line (checkpoints before that line are imported).
+        ThreadNotEmptyError: Some threads of the file already exist in the saver and
+            ``into_existing`` is False; nothing was written.
+        LookupError: A thread of ``thread_ids`` is not in the file; nothing was written.
     """
+    if not fp.seekable():
+        fp = io.StringIO(fp.read())
+    plan = import_plan(fp)
+    if thread_ids is not None:
+        wanted = list(dict.fromkeys(str(t) for t in _chosen_ids(thread_ids)))
+        absent = [t for t in wanted if t not in plan]
+        if absent:
+            raise LookupError(f"not in the file: {', '.join(map(repr, absent))}")
+        plan = {t: plan[t] for t in wanted}
+    if not into_existing:
+        new = set(missing_threads(saver, list(plan)))
+        existing = [t for t in plan if t not in new]
+        if existing:
+            raise ThreadNotEmptyError(
+                f"{len(existing)} thread(s) of the file already have checkpoints here "
+                f"({', '.join(map(repr, existing[:10]))}{', ...' if len(existing) > 10 else ''}"
+                "): nothing was imported. Pass into_existing=True (CLI: --into-existing) to add "
+                "the file's checkpoints to them (re-running an interrupted import), or "
+                "import the other threads only (thread_ids=..., --thread)."
+            )
+    writer = cast(SQLAlchemySaver, opaque_view(saver))
     lines = _jsonl.text_lines(fp)
-    _jsonl.check_header(next(lines, ("", 1))[0])
-    report = ImportReport()
-    existing: dict[str, set[tuple[str, str]]] = {}
+    next(lines, None)  # the header, checked by import_plan
+    report = ImportReport(thread_ids=list(plan))
+    existing_keys: dict[str, set[tuple[str, str]]] = {}
     for line, number in lines:
-        if not line.strip():
+        if not line.strip() or _jsonl.record_thread(line, number) not in plan:
             continue
         thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = _jsonl.parse_record(
-            saver.serde, line, number
+            writer.serde, line, number
         )
-        if thread_id not in existing:
-            existing[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
+        if thread_id not in existing_keys:
+            existing_keys[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
             report.threads += 1
-        if (ns, checkpoint_id) in existing[thread_id]:
+        if (ns, checkpoint_id) in existing_keys[thread_id]:
             report.checkpoints_skipped += 1
             continue
-        _store(saver, thread_id, ns, parent, checkpoint, metadata, pending)
-        existing[thread_id].add((ns, checkpoint_id))
+        _store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
+        existing_keys[thread_id].add((ns, checkpoint_id))
         report.checkpoints_imported += 1
         report.writes_imported += len(pending)
     return report

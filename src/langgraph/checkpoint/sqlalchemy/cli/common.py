@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from alembic.util import CommandError as AlembicCommandError
 
@@ -36,6 +36,7 @@ from sqlalchemy.pool import NullPool
 from .. import errors, migrate
 from .._display import masked_text, shown_url
 from .._engines import EngineURLs, configure_engine, resolve_urls
+from .._sources import opaque_view
 from ..dialects import DIALECTS, WRITE_OPTION
 from ..saver import SQLAlchemySaver
 from ..transfer import missing_threads
@@ -284,7 +285,8 @@ def open_saver(
     threads: Sequence[str] = (),
     what: str = "",
 ) -> Iterator[SQLAlchemySaver]:
-    """Our saver on ``url`` (default ``--url``); its schema must be at head.
+    """Our saver on ``url`` (default ``--url``), reading values as data (never rebuilding
+    an object: :func:`.._sources.opaque_view`); its schema must be at head.
 
     ``create``: a SQLite file that does not exist may be created (``import``, the target
     of ``copy``); else it is refused (see :func:`require_database`). ``threads``: thread
@@ -299,10 +301,12 @@ def open_saver(
     _require(url, option, create=create)
     args.url_in_use = url
     # An operator's command fails fast on a server that is down (one retry, at once).
-    saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema, retry_timeout=0)
+    # strict=False: the view below never rebuilds an object whatever the environment.
+    saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema, retry_timeout=0, strict=False)
     try:
         check_threads(saver, threads, what)
-        yield saver
+        # Values as data (module _opaque): no command imports or calls what a row names.
+        yield cast(SQLAlchemySaver, opaque_view(saver))
     finally:
         saver.close()
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from .. import transfer
-from ..errors import SchemaOutOfDateError
+from ..errors import SchemaOutOfDateError, ThreadNotEmptyError
 from .common import (
     CommandError,
     add_command,
@@ -74,6 +74,14 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     im = add_command(sub, common, "import", cmd_import, "read a file written by export")
     im.add_argument("file", metavar="FILE", help="file, or - for stdin")
+    im.add_argument(
+        "--thread", dest="threads", action="append", metavar="T", help="import this thread only"
+    )
+    im.add_argument(
+        "--into-existing",
+        action="store_true",
+        help="also write into threads that already have checkpoints (else refused)",
+    )
 
 
 @contextmanager
@@ -189,9 +197,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         with _open_input(args.file) as fp, open_saver(args, create=True) as saver:
             saver.setup()
-            report = transfer.import_threads(saver, fp)
+            report = transfer.import_threads(
+                saver, fp, thread_ids=args.threads, into_existing=args.into_existing
+            )
     except transfer.ExportFormatError as e:
         raise CommandError(f"{args.file}: {e}", 2) from e
+    except ThreadNotEmptyError as e:
+        raise CommandError(str(e), 1) from None
+    except LookupError as e:
+        raise CommandError(f"{args.file}: {e.args[0]}", 1) from None
     except ConnectionError:
         raise  # the database's (CheckpointConnectionError), not the file's
     except OSError as e:
@@ -201,6 +215,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         args,
         asdict(report),
         lambda: print(
+            f"threads: {', '.join(map(repr, report.thread_ids)) or 'none'}\n"
             f"imported {report.checkpoints_imported} checkpoints ({report.writes_imported} "
             f"pending writes) of {report.threads} threads, skipped "
             f"{report.checkpoints_skipped} already present"

@@ -15,6 +15,7 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from .._maintenance import ThreadInfo, checkpoint_time
+from .._opaque import shown
 from ..errors import ThreadNotEmptyError
 from .common import CommandError, add_command, confirm, count, duration, emit, open_saver, positive
 
@@ -88,10 +89,13 @@ def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
         "pending_writes": len(t.pending_writes or []),
     }
     if values:
-        out["channel_values"] = t.checkpoint["channel_values"]
-        out["channel_versions"] = t.checkpoint["channel_versions"]
+        # Read as data (the CLI's saver never rebuilds objects): an object shows as its
+        # stored type name and fields, see _opaque.shown.
+        out["channel_values"] = shown(t.checkpoint["channel_values"])
+        out["channel_versions"] = shown(t.checkpoint["channel_versions"])
         out["pending_writes"] = [
-            {"task_id": task, "channel": ch, "value": v} for task, ch, v in t.pending_writes or []
+            {"task_id": task, "channel": ch, "value": shown(v)}
+            for task, ch, v in t.pending_writes or []
         ]
     return out
 
