@@ -259,3 +259,43 @@ async def test_server_checkpointer_refuses_an_unknown_setup_value(
     async with server.checkpointer() as saver:
         with pytest.raises(SchemaOutOfDateError):
             await saver.aget_tuple({"configurable": {"thread_id": "s"}})
+
+
+@pytest.mark.parametrize(
+    ("ours", "langgraph", "expected"),
+    [
+        (None, None, True),  # the factory's default: strict
+        ("0", None, False),
+        (" Off ", "true", False),  # ours wins
+        ("yes", "false", True),
+        (None, "false", False),  # LangGraph's explicit switch decides when ours is unset
+        ("maybe", None, ValueError),
+        ("", None, True),
+    ],
+)
+async def test_server_checkpointer_is_strict_unless_told_otherwise(
+    ours: str | None,
+    langgraph: str | None,
+    expected: bool | type[Exception],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = tmp_path / "server.sqlite"
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_URL", f"sqlite:///{database}")
+    for name, value in (
+        ("LANGGRAPH_CHECKPOINT_STRICT", ours),
+        ("LANGGRAPH_STRICT_MSGPACK", langgraph),
+    ):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="LANGGRAPH_CHECKPOINT_STRICT"):
+            async with server.checkpointer():
+                pytest.fail("started")
+        assert not database.exists()
+        return
+    async with server.checkpointer() as saver:
+        assert saver.strict is expected
+        assert saver.strict_decode is expected

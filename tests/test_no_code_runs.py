@@ -486,3 +486,57 @@ def test_strict_graph_resumes_across_processes_and_refuses_a_forged_row(tmp_path
     )
     assert "REFUSED" in refused.stdout, (refused.stdout, refused.stderr)
     assert not marker.exists()
+
+
+def test_copy_and_export_between_encryption_keys(tmp_path: Path) -> None:
+    """Values move as data through the savers' own ciphers: decrypted with the source's
+    key, encrypted with the target's (a copy re-keys); an export file stays encrypted with
+    the exporting saver's key; a tool without the key cannot read the document."""
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    from .test_forged import MARKER as SECRET
+    from .test_forged import all_bytes
+
+    key_a, key_b = b"a" * 32, b"b" * 32
+
+    def saver(name: str, key: bytes) -> SQLAlchemySaver:
+        serde = EncryptedSerializer.from_pycryptodome_aes(key=key)
+        s = SQLAlchemySaver.from_conn_string(f"sqlite:///{tmp_path / name}", serde=serde)
+        s.setup()
+        return s
+
+    source, target, imported = (
+        saver("a.sqlite", key_a),
+        saver("b.sqlite", key_b),
+        saver("c.sqlite", key_a),
+    )
+    try:
+        cp, versions = make_checkpoint({"small": SECRET, "big": SECRET * 1000})
+        config = source.put(cfg("enc"), cp, {}, versions)
+        source.put_writes(config, [("out", {"k": SECRET})], "task")
+        transfer.copy_threads(source, target)
+        want = source.get_tuple(config)
+        got = target.get_tuple(config)
+        assert want is not None and got is not None
+        assert got.checkpoint["channel_values"] == want.checkpoint["channel_values"]
+        assert got.pending_writes == want.pending_writes
+        for table, column, value in all_bytes(target):
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                assert SECRET.encode() not in bytes(value), f"{table}.{column} in clear"
+        dump = tmp_path / "enc.jsonl"
+        with dump.open("w") as fp:
+            transfer.export_threads(source, None, fp)
+        assert SECRET not in dump.read_text()
+        with dump.open() as fp:
+            transfer.import_threads(imported, fp)
+        back = imported.get_tuple(config)
+        assert (
+            back is not None
+            and back.checkpoint["channel_values"] == want.checkpoint["channel_values"]
+        )
+    finally:
+        for s in (source, target, imported):
+            s.close()
+    # The command line has no key: it reports the checkpoint as undecodable, shows nothing.
+    done = cli("--url", str(tmp_path / "a.sqlite"), "threads", "show", "enc")
+    assert SECRET not in done.stdout + done.stderr

@@ -125,8 +125,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             and channel or write) when a stored object cannot be rebuilt as its class
             (module gone, constructor rejects the stored fields, type not allowed),
             instead of LangGraph's default of handing back its raw fields as a dict. None
-            (default): on when ``LANGGRAPH_STRICT_MSGPACK`` is 1/true/yes at
-            construction. See :mod:`._strict`.
+            (default): as ``strict``. See :mod:`._strict`.
         retry_timeout: Seconds an idempotent operation is retried through a lost or
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
@@ -192,7 +191,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             )
         inline_limit = _codec.check_inline_limit(inline_limit)
         if strict_decode is None:
-            strict_decode = is_strict or _strict.strict_from_env()
+            strict_decode = is_strict
         self.strict = is_strict
         # Set by from_conn_string on the instance before __init__: the shared engines.
         shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
