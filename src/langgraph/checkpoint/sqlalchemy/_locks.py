@@ -90,6 +90,18 @@ def _lost(thread_id: str) -> None:
     )
 
 
+def _pauses(thread_id: str, timeout: float) -> Iterator[float]:
+    """Seconds to wait before each new try of a lease (doubling from the first poll up
+    to the longest); raises :class:`ThreadLockTimeout` once ``timeout`` has passed. One
+    schedule for the sync and the async waiter."""
+    deadline, pause = time.monotonic() + timeout, _POLL
+    while True:
+        if time.monotonic() >= deadline:
+            raise _timeout(thread_id, timeout)
+        yield pause
+        pause = min(pause * 2, _POLL_MAX)
+
+
 @contextmanager
 def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Iterator[None]:
     """Hold the lock of ``thread_id`` for the block (the saver's ``lock_thread``).
@@ -113,12 +125,9 @@ def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Ite
             qb.release_thread_lock(None, handle)
         return
     name, owner = lease_name(thread_id), uuid.uuid4().hex
-    deadline, pause = time.monotonic() + timeout, _POLL
+    pauses = _pauses(thread_id, timeout)
     while not runner.run(_take_access(qb), _take, (qb, name, owner)):
-        if time.monotonic() >= deadline:
-            raise _timeout(thread_id, timeout)
-        time.sleep(pause)
-        pause = min(pause * 2, _POLL_MAX)
+        time.sleep(next(pauses))
     stop = threading.Event()
 
     def renew() -> None:
@@ -161,12 +170,9 @@ async def athread_lock(
             qb.release_thread_lock(None, handle)
         return
     name, owner = lease_name(thread_id), uuid.uuid4().hex
-    deadline, pause = time.monotonic() + timeout, _POLL
+    pauses = _pauses(thread_id, timeout)
     while not await runner.arun(_take_access(qb), _take, (qb, name, owner)):
-        if time.monotonic() >= deadline:
-            raise _timeout(thread_id, timeout)
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, _POLL_MAX)
+        await asyncio.sleep(next(pauses))
 
     async def renew() -> None:
         while True:
