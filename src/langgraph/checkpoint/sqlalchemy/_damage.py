@@ -88,10 +88,10 @@ def write_damage(write: Sequence[Any]) -> str | None:
     """Why a write as read, ``(task_id, task_path, idx, channel, type, blob)``, is not
     what the saver writes (a forged row), or None."""
     task_id, task_path, idx, channel, type_, _blob = write
-    if not (isinstance(task_id, str) and isinstance(task_path, str)):
-        return "its task id or task path is not text"
+    if not (_all_sane((task_id, channel)) and isinstance(task_path, str)):
+        return "its task id, channel or task path is not text without NUL"
     if isinstance(idx, bool) or not isinstance(idx, int):
         return f"its idx is {type(idx).__name__}, not an integer"
-    if not (isinstance(channel, str) and isinstance(type_, str)):
-        return "its channel or type is not text"
+    if not isinstance(type_, str):
+        return "its type is not text"
     return None
