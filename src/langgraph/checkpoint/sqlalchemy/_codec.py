@@ -37,6 +37,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
 from ._canonical import canonical_json
+from ._damage import write_damage
 from ._valuecache import ValueCache
 from .errors import (
     CheckpointClockSkewError,
@@ -389,14 +390,23 @@ class Codec:
         """Decode a record.
 
         Raises:
-            CheckpointDecodeError: The checkpoint, a channel value or a write cannot be
-                decoded (damaged or forged row, other serializer or key).
+            CheckpointDecodeError: The checkpoint, a channel value, a write or a column
+                of the row cannot be decoded (damaged or forged row, other serializer or
+                key); never another error, whatever the row holds.
         """
         row = rec.row
-        thread_id, checkpoint_ns = rec.thread_id, rec.checkpoint_ns
-        key = (thread_id, checkpoint_ns, row.checkpoint_id)
+        key = (str(rec.thread_id), str(rec.checkpoint_ns), str(row.checkpoint_id))
         if rec.damaged is not None:
-            raise CheckpointDecodeError(*key, "inline_values", rec.damaged)
+            raise CheckpointDecodeError(*key, *rec.damaged)
+        try:
+            return self._decoded(rec, key)
+        except CheckpointDecodeError:
+            raise
+        except Exception as e:  # a forged row no check above foresaw: still typed
+            raise CheckpointDecodeError(*key, "row", f"{type(e).__name__}: {e}") from e
+
+    def _decoded(self, rec: _ops.CheckpointRecord, key: tuple[str, str, str]) -> CheckpointTuple:
+        row = rec.row
 
         def load(part: str, type_: str, data: bytes | None) -> Any:
             try:
@@ -412,14 +422,18 @@ class Codec:
         checkpoint["channel_values"] = {
             ch: load(f"channel {ch}", t, b) for ch, (t, b) in rec.values.items() if t != "empty"
         }
+        for w in rec.writes:
+            if (why := write_damage(w)) is not None:
+                raise CheckpointDecodeError(*key, f"write {w[0]}/{w[3]}", why)
         rec.writes.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
         pending = [
             (task_id, channel, load(f"write {task_id}/{channel}", t, b))
             for task_id, _path, _idx, channel, t, b in rec.writes
         ]
+        thread_id, checkpoint_ns, checkpoint_id = key
         parent = row.parent_checkpoint_id
         return CheckpointTuple(
-            config=checkpoint_config(thread_id, checkpoint_ns, row.checkpoint_id),
+            config=checkpoint_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint=cast(Checkpoint, checkpoint),
             metadata=cast(CheckpointMetadata, row.metadata),
             parent_config=checkpoint_config(thread_id, checkpoint_ns, parent) if parent else None,
@@ -436,23 +450,47 @@ class Codec:
             return None
 
     def histories(
-        self, raw: Mapping[str, _history.ChannelHistory], channels: Sequence[str]
+        self,
+        raw: Mapping[str, _history.ChannelHistory],
+        channels: Sequence[str],
+        thread_id: str,
+        checkpoint_ns: str,
     ) -> dict[str, DeltaChannelHistory]:
-        """Decode the raw histories of ``channels`` (LangGraph's order of writes)."""
+        """Decode the raw histories of ``channels`` (LangGraph's order of writes).
+
+        Raises:
+            CheckpointDecodeError: A write or seed cannot be decoded, naming the
+                checkpoint that holds it (damaged or forged row, other serializer).
+        """
+
+        def load(checkpoint_id: str, part: str, type_: Any, data: Any) -> Any:
+            try:
+                return self.loads(type_, data)
+            except Exception as e:
+                raise CheckpointDecodeError(
+                    thread_id, checkpoint_ns, checkpoint_id, part, f"{type(e).__name__}: {e}"
+                ) from e
+
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             history = raw[ch]
+            for w in history.writes:
+                why = write_damage((w[2], w[1], w[3], ch, w[4], w[5]))
+                if why is not None:
+                    raise CheckpointDecodeError(
+                        thread_id, checkpoint_ns, w[6], f"write {w[2]}/{ch}", why
+                    )
             # Oldest checkpoint first (deepest), then writes_sort_key within one.
             history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
             entry: DeltaChannelHistory = {
                 "writes": [
-                    (task_id, ch, self.loads(t, b))
-                    for _depth, _path, task_id, _idx, t, b in history.writes
+                    (task_id, ch, load(at, f"write {task_id}/{ch}", t, b))
+                    for _depth, _path, task_id, _idx, t, b, at in history.writes
                 ]
             }
             if history.seed is not None:
                 t, b = history.seed
-                entry["seed"] = self.loads(t, b)
+                entry["seed"] = load(history.seed_id, f"channel {ch}", t, b)
             result[ch] = entry
         return result
 

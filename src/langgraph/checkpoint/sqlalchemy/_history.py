@@ -45,9 +45,10 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _inline
+from ._damage import checked_versions
 from ._ops import Statements
-from .errors import CheckpointHistoryError
-from .schema import ID_MAX_LENGTH, KeyText, blobs, checkpoints, writes
+from .errors import CheckpointDecodeError, CheckpointHistoryError
+from .schema import ID_MAX_LENGTH, KeyText, Undecodable, blobs, checkpoints, read_json, writes
 
 #: Longest parent chain walked; a longer one (or a cycle forged with raw SQL or by
 #: re-putting ids) raises instead of running without end.
@@ -65,11 +66,13 @@ _PARAMS_PER_STATEMENT = 2000
 @dataclass
 class ChainRow:
     """One checkpoint of the walk: its id, its depth (0 = the target's parent) and
-    ``{channel: version}`` of the values it stores."""
+    ``{channel: version}`` of the values it stores; ``damaged`` says why its stored
+    ``value_versions`` is not that (a forged row, read as storing nothing)."""
 
     checkpoint_id: str
     depth: int
     value_versions: dict[str, str]
+    damaged: str | None = None
 
 
 @dataclass
@@ -77,13 +80,16 @@ class ChannelHistory:
     """Raw history of one channel: its writes and its seed, undecoded.
 
     Attributes:
-        writes: ``(depth, task_path, task_id, idx, type, blob)``, in no order.
+        writes: ``(depth, task_path, task_id, idx, type, blob, checkpoint_id)``, in no
+            order.
         seed: ``(type, blob)`` of the nearest stored value, or None when the walk
             reached the root without one.
+        seed_id: The checkpoint whose value the seed is ("" without a seed).
     """
 
-    writes: list[tuple[int, str, str, int, str, bytes | None]] = field(default_factory=list)
+    writes: list[tuple[int, str, str, int, str, bytes | None, str]] = field(default_factory=list)
     seed: tuple[str, bytes | None] | None = None
+    seed_id: str = ""
 
 
 def history(
@@ -198,7 +204,9 @@ def chain(
         )
     walk = walk.union_all(step)
     rows = conn.execute(
-        select(walk.c.checkpoint_id, walk.c.depth, walk.c.value_versions).order_by(walk.c.depth)
+        select(walk.c.checkpoint_id, walk.c.depth, read_json(walk.c.value_versions)).order_by(
+            walk.c.depth
+        )
     ).all()
     if len(rows) > MAX_CHAIN:
         raise CheckpointHistoryError(
@@ -207,11 +215,18 @@ def chain(
             "or let a DeltaChannel snapshot more often"
         )
     # A NULL value_versions is a parent id with no stored checkpoint: the chain ends.
+    # A value_versions that is not {channel: version} (a forged row) stores nothing.
     out: list[ChainRow] = []
     for row in rows:
         if row.value_versions is None:
             break
-        out.append(ChainRow(row.checkpoint_id, row.depth, row.value_versions))
+        versions = checked_versions(row.value_versions)
+        if versions is None:
+            why = row.value_versions
+            damaged = why.error if isinstance(why, Undecodable) else "not {channel: version}"
+            out.append(ChainRow(row.checkpoint_id, row.depth, {}, damaged))
+        else:
+            out.append(ChainRow(row.checkpoint_id, row.depth, versions))
     return out
 
 
@@ -235,6 +250,10 @@ def fetch(
 
     Returns:
         ``{channel: ChannelHistory}`` for every requested channel.
+
+    Raises:
+        CheckpointDecodeError: A checkpoint of a channel's chain has a ``value_versions``
+            or a seed's ``inline_values`` that cannot be read (a damaged or forged row).
     """
     depth_of = {row.checkpoint_id: row.depth for row in walked}
     branches: list[tuple[str, list[str], tuple[str, str] | None]] = []
@@ -242,12 +261,17 @@ def fetch(
         ids: list[str] = []
         seed: tuple[str, str] | None = None
         for row in walked:
+            if row.damaged is not None:
+                raise CheckpointDecodeError(
+                    thread_id, checkpoint_ns, row.checkpoint_id, "value_versions", row.damaged
+                )
             ids.append(row.checkpoint_id)
             if ch in row.value_versions:
                 seed = (row.checkpoint_id, row.value_versions[ch])
                 break
         branches.append((ch, ids, seed))
     result = {ch: ChannelHistory() for ch in channels}
+    seed_ids = {ch: seed[0] for ch, _ids, seed in branches if seed is not None}
     inline_seeds: dict[str, tuple[str, bytes | None]] = {}
     for stmt in _statements(thread_id, checkpoint_ns, branches, st.qb.row_chunk):
         for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
@@ -256,15 +280,22 @@ def fetch(
                 history.seed = (type_, blob)
             elif kind == "i":
                 # The seed checkpoint's row: its value, when stored there.
-                value = _inline.unpack(blob).get(ch)
+                try:
+                    value = _inline.unpack(blob).get(ch)
+                except ValueError as e:
+                    raise CheckpointDecodeError(
+                        thread_id, checkpoint_ns, seed_ids[ch], "inline_values", str(e)
+                    ) from None
                 if value is not None:
                     inline_seeds[ch] = value
             else:
                 history.writes.append(
-                    (depth_of[checkpoint_id], task_path, task_id, idx, type_, blob)
+                    (depth_of[checkpoint_id], task_path, task_id, idx, type_, blob, checkpoint_id)
                 )
     for ch, value in inline_seeds.items():
         result[ch].seed = value
+    for ch, seed_id in seed_ids.items():
+        result[ch].seed_id = seed_id
     return result
 
 

@@ -51,10 +51,13 @@ def unpack(data: bytes | None) -> dict[str, tuple[str, bytes | None]]:
     """
     if data is None:
         return {}
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        # SQLite stores any type in any column: a forged row may hold text or a number.
+        raise ValueError(f"inline_values is {type(data).__name__}, not bytes")
     try:
         decoded = ormsgpack.unpackb(bytes(data))
-    except ormsgpack.MsgpackDecodeError as e:
-        raise ValueError(f"inline_values is not msgpack: {e}") from None
+    except (ormsgpack.MsgpackDecodeError, RecursionError, TypeError, ValueError) as e:
+        raise ValueError(f"inline_values is not msgpack: {type(e).__name__}: {e}") from None
     if not (isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == _FORMAT):
         raise ValueError("inline_values is not format 1: [1, [[channel, type, bytes], ...]]")
     out: dict[str, tuple[str, bytes | None]] = {}

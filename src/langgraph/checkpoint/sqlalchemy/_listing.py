@@ -89,7 +89,7 @@ def list_page(
     by_key = {(r.row.thread_id, r.row.checkpoint_ns, r.row.checkpoint_id): r for r in records}
     blob_keys: dict[BlobKey, None] = {}
     for r in records:
-        for ch, v in r.row.value_versions.items():
+        for ch, v in r.versions.items():  # checked; empty for a damaged row
             if ch not in r.values:
                 blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
     found: dict[BlobKey, tuple[str, bytes | None]] = {}
@@ -97,7 +97,7 @@ def list_page(
         for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
             found[(t, ns, ch, v)] = (type_, blob)
     for r in records:
-        for ch, v in r.row.value_versions.items():
+        for ch, v in r.versions.items():
             if ch in r.values:
                 continue
             hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
@@ -105,7 +105,7 @@ def list_page(
                 r.values[ch] = hit
     for chunk in chunks(list(by_key), st.qb.in_list_chunk):
         for w in st.writes_in(conn, chunk):
-            by_key[(w.thread_id, w.checkpoint_ns, w.checkpoint_id)].writes.append(
-                (w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob)
-            )
+            owner = by_key.get((w.thread_id, w.checkpoint_ns, w.checkpoint_id))
+            if owner is not None:
+                owner.writes.append((w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob))
     return records

@@ -6,6 +6,7 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -27,9 +28,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from . import _history
+from ._damage import checked_versions
 from ._ops import Statements, chunks
 from .errors import ThreadNotEmptyError
-from .schema import blobs, checkpoints, full_name, name_key, stored_full, writes
+from .schema import blobs, checkpoints, full_name, name_key, read_json, stored_full, writes
+
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
 PendingChannels = Callable[[Any], Sequence[str]]
 """Given a checkpoint row, the channels it versions but holds no value for (DeltaChannel
@@ -64,13 +68,18 @@ def prune_keep_latest(
         kept = {latest_id}
         keep.append((checkpoint_ns, latest_id, kept))
         row = conn.execute(
-            select(c.c.type, c.c.checkpoint, c.c.metadata, c.c.value_versions).where(
+            select(
+                c.c.type,
+                c.c.checkpoint,
+                read_json(c.c.metadata),
+                read_json(c.c.value_versions),
+            ).where(
                 c.c.thread_id == thread_id,
                 c.c.checkpoint_ns == checkpoint_ns,
                 c.c.checkpoint_id == latest_id,
             )
         ).one()
-        channels = pending_channels(row)
+        channels = _pending(pending_channels, row, thread_id, latest_id)
         if channels:
             walked = _history.chain(conn, st, thread_id, checkpoint_ns, latest_id, channels)
             kept.update(r.checkpoint_id for r in walked)
@@ -92,6 +101,30 @@ def prune_keep_latest(
                 )
             )
     _delete_orphans(conn, st, thread_id, stored_blobs)
+
+
+def _pending(
+    pending_channels: PendingChannels, row: Any, thread_id: str, checkpoint_id: str
+) -> list[str]:
+    """``pending_channels(row)``, or none (logged) for a row that is damaged or forged:
+    its metadata not a JSON object, its ``value_versions`` not ``{channel: version}``,
+    or its checkpoint undecodable. Such a checkpoint cannot be resumed; prune keeps it
+    and none of its ancestors for it."""
+    if isinstance(row.metadata, dict) and checked_versions(row.value_versions) is not None:
+        try:
+            channels = pending_channels(row)
+            return [ch for ch in channels if isinstance(ch, str)]
+        except Exception as e:
+            why = f"{type(e).__name__}: {e}"
+    else:
+        why = "metadata or value_versions is not what the saver writes"
+    logger.error(
+        "prune: checkpoint %r of thread %r is damaged (%s); kept without its history",
+        checkpoint_id,
+        thread_id,
+        why,
+    )
+    return []
 
 
 BlobKeys = list[tuple[str, str, str]]
@@ -118,11 +151,13 @@ def _delete_orphans(conn: Connection, st: Statements, thread_id: str, stored: Bl
     """
     held: set[tuple[str, str, str]] = set()
     for checkpoint_ns, value_versions in conn.execute(
-        select(checkpoints.c.checkpoint_ns, checkpoints.c.value_versions).where(
+        select(checkpoints.c.checkpoint_ns, read_json(checkpoints.c.value_versions)).where(
             checkpoints.c.thread_id == thread_id
         )
     ):
-        held.update((checkpoint_ns, ch, v) for ch, v in (value_versions or {}).items())
+        # A forged value_versions (not {channel: version}) holds nothing.
+        versions = checked_versions(value_versions) or {}
+        held.update((checkpoint_ns, ch, v) for ch, v in versions.items())
     orphans = [k for k in stored if k not in held]
     key = (blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version)
     for chunk in chunks(orphans, st.qb.in_list_chunk):

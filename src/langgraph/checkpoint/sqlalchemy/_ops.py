@@ -23,9 +23,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, Select, bindparam, delete, select
 
 from . import _driver, _inline
+from ._damage import row_damage
 from .dialects import QueryBuilder
 from .errors import CheckpointConflictError
-from .schema import blobs, checkpoints, full_name, writes
+from .schema import blobs, checkpoints, full_name, read_json, writes
 
 CheckpointKey = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, checkpoint_id)``."""
@@ -39,8 +40,9 @@ CHECKPOINT_COLUMNS = (
     checkpoints.c.parent_checkpoint_id,
     checkpoints.c.type,
     checkpoints.c.checkpoint,
-    checkpoints.c.metadata,
-    checkpoints.c.value_versions,
+    # JSON read so that a forged document cannot fail the fetch (schema.JsonRead).
+    read_json(checkpoints.c.metadata),
+    read_json(checkpoints.c.value_versions),
     checkpoints.c.inline_values,
     checkpoints.c.thread_id_full,
     checkpoints.c.checkpoint_ns_full,
@@ -234,8 +236,11 @@ class CheckpointRecord:
     row: Any  # a Row of CHECKPOINT_COLUMNS, read by attribute name
     values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
     writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
-    damaged: str | None = None
-    """Why ``inline_values`` could not be read (a damaged or forged row), else None."""
+    versions: dict[str, str] = field(default_factory=dict)
+    """The row's ``value_versions``, checked (empty when the row is damaged)."""
+    damaged: tuple[str, str] | None = None
+    """``(part, why)`` of the first column of the row that cannot be read (a damaged or
+    forged row: :func:`row_damage`), else None."""
     incomplete: bool = False
     """A channel's blob was not found: deleted between two statements of a read outside
     a transaction (a concurrent prune), or missing from the database."""
@@ -252,12 +257,18 @@ class CheckpointRecord:
 
     @classmethod
     def of(cls, row: Any) -> CheckpointRecord:
-        """The record of a checkpoint row, its ``inline_values`` unpacked (no value is
-        decoded: the container holds only names and bytes)."""
+        """The record of a checkpoint row, its columns checked (:func:`row_damage`) and
+        its ``inline_values`` unpacked (no value is decoded: the container holds only
+        names and bytes). A row that fails a check is a record with :attr:`damaged`
+        set, never an exception: one forged row must not break a listing."""
+        damage = row_damage(row)
+        if damage is not None:
+            return cls(row, damaged=damage)
         try:
-            return cls(row, _inline.unpack(row.inline_values))
+            values = _inline.unpack(row.inline_values)
         except ValueError as e:
-            return cls(row, damaged=str(e))
+            return cls(row, damaged=("inline_values", str(e)))
+        return cls(row, values, versions=row.value_versions)
 
 
 class CheckpointRows(NamedTuple):
@@ -395,7 +406,7 @@ def get_checkpoint(
     ]
     keys = [
         (row.thread_id, row.checkpoint_ns, ch, v)  # keys as stored
-        for ch, v in row.value_versions.items()
+        for ch, v in record.versions.items()  # empty for a damaged row
         if ch not in record.values
     ]
     for chunk in chunks(keys, st.qb.in_list_chunk):

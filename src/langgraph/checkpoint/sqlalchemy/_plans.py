@@ -121,7 +121,7 @@ class Plans:
         key = _codec.checkpoint_key(config)
         unique = list(dict.fromkeys(channels))
         raw = yield Access.READ, _history.history, (self.st, *key, unique)
-        return self.codec.histories(raw, channels)
+        return self.codec.histories(raw, channels, key[0], key[1])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
         keys = _codec.run_keys(run_ids)

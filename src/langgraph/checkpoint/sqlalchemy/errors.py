@@ -160,8 +160,10 @@ class CheckpointDecodeError(ValueError):
         thread_id: The thread.
         checkpoint_ns: The namespace.
         checkpoint_id: The checkpoint.
-        part: What failed: ``"checkpoint"``, ``"channel <name>"``, ``"write <task>/<channel>"``
-            or ``"inline_values"``.
+        part: What failed: ``"checkpoint"``, ``"channel <name>"``, ``"write <task>/<channel>"``,
+            ``"inline_values"``, ``"metadata"``, ``"value_versions"``, an id column
+            (``"parent_checkpoint_id"``, ...), or ``"row"`` for anything else a forged
+            row holds.
     """
 
     thread_id: str

@@ -548,6 +548,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
 
         Returns:
             ``{channel: {"writes": [(task_id, channel, value)], "seed"?: value}}``.
+
+        Raises:
+            CheckpointDecodeError: A value on the chain, or a chain row, is damaged.
         """
         return self._doors.drive(self._plans.delta_history(config, channels))
 

@@ -39,6 +39,7 @@ the two on every dialect.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from sqlalchemy import (
@@ -54,9 +55,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    cast,
+    type_coerce,
 )
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import ColumnElement, Label
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 __all__ = [
@@ -72,6 +76,7 @@ __all__ = [
     "KeyText",
     "NameKey",
     "StoredKey",
+    "Undecodable",
     "blobs",
     "checkpoints",
     "full_name",
@@ -80,6 +85,7 @@ __all__ = [
     "name_key",
     "promoted_source",
     "promoted_step",
+    "read_json",
     "run_key",
     "stored_full",
     "writes",
@@ -121,6 +127,14 @@ BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"
 JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class _Utf8Text(TypeDecorator[str]):
     """Text stored as UTF-8 bytes on MySQL/MariaDB (binary column types there, compared
     byte for byte), as text elsewhere."""
@@ -128,13 +142,24 @@ class _Utf8Text(TypeDecorator[str]):
     cache_ok = True
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
-        if value is not None and dialect.name in ("mysql", "mariadb"):
-            return value.encode("utf-8")
+        # surrogateescape: a value read back from a forged row (bytes that are not
+        # UTF-8, see process_result_value) is bound again as the very same bytes (a BLOB
+        # on SQLite, which stores any type in any column). Input text is checked for
+        # lone surrogates before it gets here.
+        if value is None:
+            return value
+        if dialect.name in ("mysql", "mariadb"):
+            return value.encode("utf-8", "surrogateescape")
+        if not value.isascii() and not _encodable(value):
+            return value.encode("utf-8", "surrogateescape")
         return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
         if isinstance(value, (bytes, bytearray)):
-            return bytes(value).decode("utf-8")
+            # A forged row may hold bytes that are not UTF-8: read them (as lone
+            # surrogates, which the saver reports as a damaged row) rather than fail the
+            # whole fetch, so that one row cannot break list() for every other one.
+            return bytes(value).decode("utf-8", "surrogateescape")
         return value  # type: ignore[no-any-return]
 
 
@@ -238,6 +263,75 @@ class FullName(_Utf8Text):
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(mysql.BLOB())
         return Text()  # not adapted: psycopg's String adaptation would render VARCHAR
+
+
+class Undecodable:
+    """What a JSON column read through :func:`read_json` holds when its stored text is
+    not JSON Python can read (a damaged or forged row): invalid JSON, nesting deeper
+    than Python's recursion limit, an integer of too many digits.
+
+    Attributes:
+        error: Why, for the :class:`~.errors.CheckpointDecodeError` of the row.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"Undecodable({self.error!r})"
+
+
+def _load_json(value: Any) -> Any:
+    """The result processor of :class:`JsonRead`: one ``json.loads``, never raising."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        try:
+            return json.loads(bytes(value) if isinstance(value, memoryview) else value)
+        except RecursionError:
+            return Undecodable("JSON nested deeper than Python's recursion limit")
+        except (ValueError, TypeError) as e:  # JSONDecodeError, UnicodeDecodeError, ...
+            return Undecodable(f"not JSON ({type(e).__name__}: {str(e)[:200]})")
+    # None; or a number (SQLite's NUMERIC affinity of a JSON column turns the text "5"
+    # into 5); or a document a driver decoded already: as it is, shapes checked later.
+    return value
+
+
+class JsonRead(TypeDecorator[Any]):
+    """How the saver reads a JSON column (``metadata``, ``value_versions``): parsed by
+    :func:`_load_json` in the result processor, which never raises (a forged row's
+    text becomes an :class:`Undecodable`), instead of by the JSON type's own processor
+    or the driver, whose errors would abort the whole fetch.
+
+    On PostgreSQL the JSONB column is selected ``CAST(... AS TEXT)``: psycopg and
+    asyncpg would otherwise parse it in the driver, where a ``RecursionError`` cannot be
+    caught per row. Still one parse a value, as before. Read-only: the tables keep their
+    column types (:data:`JSON_DOCUMENT`) for writing and filtering.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(postgresql.JSONB())
+        return dialect.type_descriptor(JSON())
+
+    def column_expression(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        # Called on the dialect's copy of this type, whose impl is JSONB on PostgreSQL.
+        # The text keeps this type, whose result processor parses it.
+        if isinstance(self.impl_instance, postgresql.JSONB):
+            return type_coerce(cast(column, Text), JsonRead())
+        return column
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        return _load_json
+
+
+def read_json(column: ColumnElement[Any]) -> Label[Any]:
+    """``column`` (a JSON column) as the saver reads it: through :class:`JsonRead`,
+    labelled with its own name."""
+    return type_coerce(column, JsonRead()).label(getattr(column, "name", "json"))
 
 
 metadata = MetaData()

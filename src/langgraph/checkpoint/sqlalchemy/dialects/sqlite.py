@@ -27,6 +27,7 @@ from sqlalchemy import (
     case,
     event,
     exists,
+    false,
     func,
     literal,
     or_,
@@ -186,12 +187,14 @@ class SQLiteQueryBuilder(QueryBuilder):
                 _tree_within(func.json_tree(member.c.value), func.json_tree(doc)),
                 _tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
             )
-        return exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
+        found = exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
+        return _if_valid_json(column, found)
 
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
         """``EXISTS (SELECT 1 FROM json_each(column) WHERE key = ?)``."""
         member = func.json_each(column).table_valued("key").alias()
-        return exists(select(literal(1)).select_from(member).where(member.c.key == key))
+        found = exists(select(literal(1)).select_from(member).where(member.c.key == key))
+        return _if_valid_json(column, found)
 
     def ensure_schema(self, connection: Connection, schema: str | None) -> None:
         """No-op: SQLite has no schemas to create."""
@@ -254,6 +257,16 @@ def _on_begin(connection: Connection) -> None:
         cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     finally:
         cursor.close()
+
+
+def _if_valid_json(column: Any, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+    """``CASE WHEN json_valid(column) THEN condition ELSE 0 END``: SQLite's JSON
+    functions raise on a document that is not JSON (a forged row), which would fail the
+    whole query; CASE evaluates ``condition`` only for valid ones. The check parses the
+    document once more, in C (SQLite 3.45 and later reuse the parse through their JSON
+    cache); the hot path (``get_tuple``, ``list`` without filter) does not run it."""
+    guarded: ColumnElement[bool] = case((func.json_valid(column) == 1, condition), else_=false())
+    return guarded
 
 
 def _json_kind(json_type: Any) -> ColumnElement[Any]:
