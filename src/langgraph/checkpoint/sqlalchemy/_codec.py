@@ -415,6 +415,12 @@ class Codec:
                 raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e
 
         checkpoint = load("checkpoint", row.type, row.checkpoint)
+        if isinstance(checkpoint, _opaque.Stored) and "+" in checkpoint.type:
+            raise CheckpointDecodeError(
+                *key,
+                "checkpoint",
+                f"it is encrypted ({checkpoint.type}) and this reader has no key",
+            )
         if not isinstance(checkpoint, dict):
             raise CheckpointDecodeError(
                 *key, "checkpoint", f"decoded to {type(checkpoint).__name__}, not a dict"
