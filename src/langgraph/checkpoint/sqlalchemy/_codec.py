@@ -36,7 +36,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
-from ._canonical import canonical_json
+from ._canonical import MAX_FILTER_KEYS, TooDeepError, canonical_json
 from ._valuecache import ValueCache
 from .errors import (
     CheckpointClockSkewError,
@@ -314,6 +314,8 @@ def check_child_order(checkpoint_id: str, parent_id: str | None) -> None:
 def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
     try:
         return canonical_json(get_serializable_checkpoint_metadata(config, metadata))
+    except TooDeepError as e:
+        raise CheckpointMetadataError(f"checkpoint metadata is too deep: {e}.") from e
     except (TypeError, ValueError) as e:
         raise CheckpointMetadataError(
             f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
@@ -665,6 +667,12 @@ class Codec:
             raise CheckpointMetadataError(
                 "filter must be a dict of metadata keys to JSON values, got "
                 f"{type(filter).__name__}."
+            )
+        if len(filter) > MAX_FILTER_KEYS:
+            raise CheckpointMetadataError(
+                f"a metadata filter has {len(filter)} keys; the limit is {MAX_FILTER_KEYS} "
+                "(each key is one condition of the query, and SQLite refuses about 1,000). "
+                "Filter on fewer keys and check the rest in Python on the listed tuples."
             )
         json_filters = []
         for key, value in filter.items():
