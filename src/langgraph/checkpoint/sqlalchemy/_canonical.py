@@ -11,10 +11,57 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["canonical_json", "json_string", "json_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILTER_KEYS",
+    "TooDeepError",
+    "canonical_json",
+    "json_string",
+    "json_text",
+]
+
+#: The deepest nesting of dicts and lists in stored metadata, the metadata dict itself
+#: counting as one level. MariaDB's ``JSON_VALID`` (the metadata column's check) refuses
+#: a document 32 levels deep (its ``JSON_DEPTH_LIMIT``, measured on 10.11); MySQL allows
+#: 100, PostgreSQL and SQLite far more. A metadata filter ``{key: value}`` is held to the
+#: same rule, so its values may nest one level less.
+MAX_DEPTH = 31
+
+#: The most keys of one ``list(filter=...)``. Each key is one condition: SQLite refuses
+#: a query whose conditions nest 1,000 deep ("Expression tree is too large", measured
+#: from about 990 keys); LangGraph's own filters use one to three.
+MAX_FILTER_KEYS = 100
 
 
-def canonical_json(value: Any) -> Any:
+class TooDeepError(ValueError):
+    """A JSON value nests dicts and lists deeper than allowed (see :data:`MAX_DEPTH`)."""
+
+
+def check_depth(value: Any, limit: int) -> None:
+    """Refuse ``value`` when its dicts and lists nest more than ``limit`` levels (a
+    scalar is 0 levels), without recursion: any depth, even a cycle, gives the error
+    and never a ``RecursionError``.
+
+    Raises:
+        TooDeepError: Deeper than ``limit``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (Mapping, list, tuple)):
+            depth += 1
+            if depth > limit:
+                raise TooDeepError(
+                    f"dicts and lists nest more than {limit} levels deep; the limit is "
+                    f"{MAX_DEPTH} levels for a metadata document (counting itself), the "
+                    "most every supported database stores (MariaDB refuses 32). Flatten "
+                    "it, or store the deep part as a JSON string"
+                )
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth) for child in children)
+
+
+def canonical_json(value: Any, *, depth: int = MAX_DEPTH) -> Any:
     """Check that ``value`` is JSON and return the copy that is stored or compared.
 
     The rules applied to metadata and metadata filters on every dialect: NUL characters
@@ -23,21 +70,31 @@ def canonical_json(value: Any) -> Any:
     a signed 64 bits; strings must be valid Unicode (no lone surrogates). Tuples become
     lists.
 
+    ``depth``: the most levels of dicts and lists (:data:`MAX_DEPTH` for a metadata
+    document), checked first so that no depth can exhaust the stack.
+
     Raises:
         TypeError: A key is not a string, or a value is not JSON (str, int, float, bool,
             None, list, tuple, dict).
         ValueError: A float is NaN or infinite, an integer needs more than 64 bits, or a
             string holds a lone surrogate.
+        TooDeepError: Nested more than ``depth`` levels.
     """
+    check_depth(value, depth)
+    return _canonical(value)
+
+
+def _canonical(value: Any) -> Any:
+    """:func:`canonical_json` of a value whose depth was checked."""
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"JSON object keys must be strings, got {type(k).__name__}")
-            out[json_string(k)] = canonical_json(v)
+            out[json_string(k)] = _canonical(v)
         return out
     if isinstance(value, (list, tuple)):
-        return [canonical_json(v) for v in value]
+        return [_canonical(v) for v in value]
     if isinstance(value, str):
         return json_string(value)
     if value is None or isinstance(value, bool):
@@ -73,11 +130,11 @@ def json_string(text: str) -> str:
     return text
 
 
-def json_text(value: Any) -> str:
+def json_text(value: Any, *, depth: int = MAX_DEPTH) -> str:
     """``value`` made canonical (:func:`canonical_json`) and written as JSON text.
 
     Raises:
         TypeError: As :func:`canonical_json`.
-        ValueError: As :func:`canonical_json`.
+        ValueError: As :func:`canonical_json` (:class:`TooDeepError` included).
     """
-    return json.dumps(canonical_json(value), allow_nan=False)
+    return json.dumps(canonical_json(value, depth=depth), allow_nan=False)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -36,7 +36,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
-from ._canonical import canonical_json
+from ._canonical import MAX_FILTER_KEYS, TooDeepError, canonical_json
 from ._damage import write_damage
 from ._valuecache import ValueCache
 from .errors import (
@@ -312,9 +312,55 @@ def check_child_order(checkpoint_id: str, parent_id: str | None) -> None:
         raise CheckpointClockSkewError(checkpoint_id, parent_id)
 
 
-def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
+#: Which keys of ``config["metadata"]`` and ``config["configurable"]`` LangGraph's
+#: ``get_checkpoint_metadata`` may copy into stored metadata: True all (its default),
+#: else these (none: only the metadata passed to ``put``).
+ConfigMetadata = Literal[True] | frozenset[str]
+
+
+def config_metadata_keys(value: object) -> ConfigMetadata:
+    """The saver's ``config_metadata`` argument checked: True, False (no key) or a
+    collection of key names.
+
+    Raises:
+        ValueError: Anything else (a single string too: name its keys in a list).
+    """
+    if value is True:
+        return True
+    if value is False:
+        return frozenset()
+    if isinstance(value, Collection) and not isinstance(value, (str, bytes)):
+        keys = frozenset(value)
+        if all(isinstance(k, str) for k in keys):
+            return keys
+    raise ValueError(
+        "config_metadata must be True (copy config['metadata'] and scalar "
+        "config['configurable'] values into checkpoint metadata, LangGraph's default), "
+        f"False (copy none) or a list of the keys to copy, not {value!r}"
+    )
+
+
+def _metadata_source(config: RunnableConfig, keys: ConfigMetadata) -> RunnableConfig:
+    """``config`` as ``get_checkpoint_metadata`` may read it: its ``metadata`` and
+    ``configurable`` cut to ``keys`` (all of them for True)."""
+    if keys is True:
+        return config
+    metadata = config.get("metadata") or {}
+    configurable = config.get("configurable") or {}
+    return {
+        "metadata": {k: v for k, v in metadata.items() if k in keys},
+        "configurable": {k: v for k, v in configurable.items() if k in keys},
+    }
+
+
+def _metadata_json(
+    config: RunnableConfig, metadata: CheckpointMetadata, keys: ConfigMetadata = True
+) -> Any:
     try:
-        return canonical_json(get_serializable_checkpoint_metadata(config, metadata))
+        source = _metadata_source(config, keys)
+        return canonical_json(get_serializable_checkpoint_metadata(source, metadata))
+    except TooDeepError as e:
+        raise CheckpointMetadataError(f"checkpoint metadata is too deep: {e}.") from e
     except (TypeError, ValueError) as e:
         raise CheckpointMetadataError(
             f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
@@ -358,6 +404,8 @@ class Codec:
         st: The saver's statements (its query builder checks metadata filters).
         inline_limit: Largest serialised value stored in the checkpoint row.
         strict: Decode with :mod:`._strict` (the saver's ``strict_decode``).
+        config_metadata: Which config keys ``put`` copies into the stored metadata (the
+            saver's ``config_metadata``, see :func:`config_metadata_keys`).
 
     Attributes:
         values: The bytes of values serialised by earlier puts, so that an unchanged
@@ -365,17 +413,30 @@ class Codec:
     """
 
     def __init__(
-        self, serde: SerializerProtocol, st: _ops.Statements, *, inline_limit: int, strict: bool
+        self,
+        serde: SerializerProtocol,
+        st: _ops.Statements,
+        *,
+        inline_limit: int,
+        strict: bool,
+        config_metadata: ConfigMetadata = True,
     ) -> None:
         self.serde = serde
         self.st = st
         self.inline_limit = inline_limit
         self.strict = strict
+        self.config_metadata = config_metadata
         self.values = ValueCache()
 
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
         """A codec like this one with another serializer (its own value cache)."""
-        return Codec(serde, self.st, inline_limit=self.inline_limit, strict=strict)
+        return Codec(
+            serde,
+            self.st,
+            inline_limit=self.inline_limit,
+            strict=strict,
+            config_metadata=self.config_metadata,
+        )
 
     # -- decoding -------------------------------------------------------------------------
 
@@ -538,7 +599,7 @@ class Codec:
         """
         thread_id, checkpoint_ns, parent_id = checkpoint_key(config)
         checkpoint_id = _own_id(checkpoint, parent_id)
-        meta = _metadata_json(config, metadata)
+        meta = _metadata_json(config, metadata, self.config_metadata)
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions", {})
         inline, blob_rows = self._place_values(
@@ -709,6 +770,12 @@ class Codec:
             raise CheckpointMetadataError(
                 "filter must be a dict of metadata keys to JSON values, got "
                 f"{type(filter).__name__}."
+            )
+        if len(filter) > MAX_FILTER_KEYS:
+            raise CheckpointMetadataError(
+                f"a metadata filter has {len(filter)} keys; the limit is {MAX_FILTER_KEYS} "
+                "(each key is one condition of the query, and SQLite refuses about 1,000). "
+                "Filter on fewer keys and check the rest in Python on the listed tuples."
             )
         json_filters = []
         for key, value in filter.items():

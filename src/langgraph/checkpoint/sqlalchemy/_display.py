@@ -18,9 +18,17 @@ SECRET_PARAMETERS = frozenset(
     {"password", "passwd", "pass", "pwd", "sslpassword", "secret", "token", "api_key", "apikey"}
 )
 
-_PASSWORD_FIELD = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")
+# ``scheme://user:PASSWORD@`` and the mistyped ``scheme:user:PASSWORD@``,
+# ``scheme:/user:PASSWORD@`` (no ``//``: refused as a URL, but shown in the error).
+_PASSWORD_FIELD = re.compile(
+    r"((?://|\b[a-z][a-z0-9+.-]*:/?)[^:/?#@\s'\"]*:)[^@/?#\s]*@", re.IGNORECASE
+)
+# A value already shown as ``***`` is left alone: masking a message twice must not eat
+# the character after it (``...?password=***: connection failed``).
 _SECRET_PARAMETER = re.compile(
-    r"([?&](?:" + "|".join(sorted(SECRET_PARAMETERS, key=len, reverse=True)) + r")=)[^&#\s]*",
+    r"([?&](?:"
+    + "|".join(sorted(SECRET_PARAMETERS, key=len, reverse=True))
+    + r")=)(?!\*\*\*(?:[&#\s:'\"]|$))[^&#\s]*",
     re.IGNORECASE,
 )
 

@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ._display import masked_text
 from .dialects import DIALECTS, QueryBuilder
 from .dialects.sqlite import MEMDB_PREFIX, SQLITE_URL_FORMS, check_file
 from .errors import (
@@ -139,7 +140,7 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         if "://" not in text:
             if _scheme_without_slashes(text):
                 raise DatabaseURLError(
-                    f"{text!r} looks like a URL without '//' after its scheme; "
+                    f"{masked_text(text)!r} looks like a URL without '//' after its scheme; "
                     f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
                 )
             path = check_file(os.path.abspath(os.path.expanduser(text)))

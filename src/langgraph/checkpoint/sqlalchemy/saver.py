@@ -141,12 +141,20 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             permissive default). See docs/security.md.
         allowed_msgpack_modules: In strict mode, more types to rebuild: classes or
             ``(module, name)`` tuples (LangGraph's ``allowed_msgpack_modules``).
+        config_metadata: Which keys of ``config["metadata"]`` (and scalar values of
+            ``config["configurable"]``) are copied into each checkpoint's stored
+            metadata, as LangGraph's ``get_checkpoint_metadata`` does: True (default,
+            LangGraph's behaviour: all), False (none: only the metadata LangGraph
+            passes to ``put``) or a list of key names (e.g. ``["run_id"]``, which
+            :meth:`delete_for_runs` needs). Metadata is stored in clear even under
+            ``EncryptedSerializer``: see docs/guarantees.md.
 
     Raises:
         ValueError: Neither engine was given, ``inline_limit`` is out of range,
             ``retry_timeout`` is negative, ``LANGGRAPH_CHECKPOINT_STRICT`` holds an
             unknown value, ``strict`` with LangGraph's permissive serializer, or
-            ``allowed_msgpack_modules`` without ``strict``.
+            ``allowed_msgpack_modules`` without ``strict``, or ``config_metadata`` is not
+            a bool or a list of key names.
         UnsupportedDialectError: The engine's dialect is not supported.
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver of the other side
@@ -175,7 +183,9 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         retry_timeout: float = RETRY_TIMEOUT,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
+        config_metadata: bool | Collection[str] = True,
     ) -> None:
+        metadata_keys = _codec.config_metadata_keys(config_metadata)
         is_strict = _strict.strict_setting(strict)
         if is_strict:
             serde = _strict.strict_serde(serde, allowed_msgpack_modules)
@@ -209,7 +219,11 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         self._doors.retry_timeout = retry_timeout
         self._st = _ops.statements_for(qb)
         self._codec = _codec.Codec(
-            self.serde, self._st, inline_limit=inline_limit, strict=strict_decode
+            self.serde,
+            self._st,
+            inline_limit=inline_limit,
+            strict=strict_decode,
+            config_metadata=metadata_keys,
         )
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
@@ -251,6 +265,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         retry_timeout: float = RETRY_TIMEOUT,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
+        config_metadata: bool | Collection[str] = True,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -277,6 +292,7 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
             retry_timeout: See :class:`SQLAlchemySaver`.
             strict: See :class:`SQLAlchemySaver`.
             allowed_msgpack_modules: See :class:`SQLAlchemySaver`.
+            config_metadata: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -298,6 +314,8 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
         options.update(retry_timeout=retry_timeout, strict=strict)
         options.update(allowed_msgpack_modules=allowed_msgpack_modules)
+        _codec.config_metadata_keys(config_metadata)  # refused before any engine is made
+        options.update(config_metadata=config_metadata)
         return _shared.open_saver(cls, urls, options, engine_kwargs)
 
     @property

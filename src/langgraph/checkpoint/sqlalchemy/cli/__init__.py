@@ -31,7 +31,9 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
+from .._display import masked_text
 from .._engines import DEFAULT_URL, url_from_env
 from . import data, schema, threads
 from .common import Handler, explain, one_line
@@ -39,9 +41,17 @@ from .common import Handler, explain, one_line
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors show no password: ``threads list URL``
+    (``--url`` forgotten) reports the URL as an unrecognized argument."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(masked_text(message))
+
+
 def _common() -> argparse.ArgumentParser:
     # Global options are accepted before or after the command ("upgrade --url URL").
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--url", default=argparse.SUPPRESS, help="database URL or SQLite path")
     common.add_argument("--schema", default=argparse.SUPPRESS, help="PostgreSQL schema")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
@@ -57,7 +67,7 @@ def _common() -> argparse.ArgumentParser:
 
 def _parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="langgraph-checkpoint-sqlalchemy",
         description="Manage the checkpoint tables and threads of langgraph-checkpoint-sqlalchemy.",
     )
@@ -106,11 +116,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing driver (argparse exits with 2 itself); 141 stdout was closed early; 130
         interrupted. Errors are one line on stderr, never a traceback (except for a bug).
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     handler: Handler = args.handler
+    # Every argument may be a URL, even where none is expected (``stamp URL``: a
+    # revision that an error quotes): the secrets of all of them are masked.
     urls = [
         u
-        for u in (args.url, getattr(args, "source", None), getattr(args, "target", None))
+        for u in (args.url, getattr(args, "source", None), getattr(args, "target", None), *argv)
         if isinstance(u, str)
     ]
     try:

@@ -34,7 +34,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import NullPool
 
 from .. import errors, migrate
-from .._display import masked_text, shown_url
+from .._display import SECRET_PARAMETERS, masked_text, shown_url
 from .._engines import EngineURLs, configure_engine, resolve_urls
 from .._sources import opaque_view
 from ..dialects import DIALECTS, WRITE_OPTION
@@ -427,14 +427,27 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
 
 
 def one_line(message: str, urls: Sequence[str]) -> str:
-    """``message`` on one line, with the password of each of ``urls`` masked."""
+    """``message`` on one line, with the secrets of each of ``urls`` masked: the password
+    field and the secret query parameters (``?password=``), wherever the message quotes
+    them (an error may show part of a URL, e.g. a URL taken for a revision)."""
     for url in urls:
-        try:
-            password = make_url(url).password
-        except Exception:
-            match = _PASSWORD_IN_URL.search(url)
-            password = match.group(0)[len(match.group(1)) : -1] if match else None
-        if password and len(str(password)) >= 4:
-            # (shorter ones are masked where they appear in a URL, by masked() below)
-            message = message.replace(str(password), "***")
+        for secret in _secrets(url):
+            if len(secret) >= 4:
+                # (shorter ones are masked where they appear in a URL, by masked() below)
+                message = message.replace(secret, "***")
     return " ".join(masked(message).split())
+
+
+def _secrets(url: str) -> list[str]:
+    """The password and secret query parameter values of ``url`` (any text that may be
+    a URL; none when it is not one)."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        match = _PASSWORD_IN_URL.search(url)
+        return [match.group(0)[len(match.group(1)) : -1]] if match else []
+    found = [str(parsed.password)] if parsed.password else []
+    for key, value in parsed.query.items():
+        if key.lower() in SECRET_PARAMETERS:
+            found.extend([value] if isinstance(value, str) else value)
+    return found

@@ -32,7 +32,7 @@ from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from .._canonical import json_string, json_text
+from .._canonical import MAX_DEPTH, json_string, json_text
 from ..errors import ValueTooLargeError
 from ._leases import LeaseRows
 
@@ -276,12 +276,15 @@ class QueryBuilder(LeaseRows, ABC):
 
         Raises:
             TypeError: ``key`` is not a string or ``value`` is not JSON.
-            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow (and
-                whatever key a dialect cannot address).
+            ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow, or
+                nests dicts and lists deeper than ``MAX_DEPTH - 1`` (see
+                :data:`~langgraph.checkpoint.sqlalchemy._canonical.MAX_DEPTH`), and
+                whatever key a dialect cannot address.
         """
         if not isinstance(key, str):
             raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
-        return json_string(key), json_text(value)
+        # The value sits one level below the metadata document's top.
+        return json_string(key), json_text(value, depth=MAX_DEPTH - 1)
 
     def metadata_equals(
         self, column: Any, key: str, value: Any, dialect: Dialect | None = None

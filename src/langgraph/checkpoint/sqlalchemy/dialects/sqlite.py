@@ -41,7 +41,13 @@ from .._display import shown_url
 from ..errors import DatabaseURLError
 from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
 
-__all__ = ["MEMDB_PREFIX", "SQLITE_URL_FORMS", "SQLiteQueryBuilder", "check_file"]
+__all__ = [
+    "MEMDB_PREFIX",
+    "SQLITE_URL_FORMS",
+    "SQLiteQueryBuilder",
+    "check_file",
+    "create_private",
+]
 
 #: Start of the names of the saver's shared in-memory databases (``memdb`` VFS; see
 #: ``_engines.resolve_urls``).
@@ -131,7 +137,10 @@ class SQLiteQueryBuilder(QueryBuilder):
         """``busy_timeout`` of 30 s, WAL journal (file databases), ``synchronous =
         NORMAL``, and explicit ``BEGIN`` (``BEGIN IMMEDIATE`` for writes, see
         :data:`~.base.WRITE_OPTION`) so that every transaction, DDL included, is a real
-        SQLite transaction."""
+        SQLite transaction. A database file that does not exist yet is created readable
+        by its owner only (:func:`create_private`) before SQLite opens it."""
+        if not event.contains(engine, "do_connect", _on_do_connect):
+            event.listen(engine, "do_connect", _on_do_connect)
         if not event.contains(engine, "connect", _on_connect):
             event.listen(engine, "connect", _on_connect)
         if not event.contains(engine, "begin", _on_begin):
@@ -223,6 +232,33 @@ class SQLiteQueryBuilder(QueryBuilder):
     def release_thread_lock(self, connection: Connection | None, handle: Any) -> None:
         """Release the :class:`_SqliteLock` of :meth:`try_thread_lock`."""
         handle.release()
+
+
+def create_private(path: str) -> None:
+    """Create the file ``path``, empty and readable by its owner only (0600: a checkpoint
+    database holds conversations), unless something is there already.
+
+    SQLite would create it with the process's umask (0644 by default), readable by every
+    user of the machine. ``O_CREAT | O_EXCL`` makes the file with its final mode in one
+    step (no window where it is readable by others) and never touches an existing file or
+    its mode; SQLite reads an empty file as an empty database, and gives the ``-wal``,
+    ``-shm`` and ``-journal`` files it makes beside it the same mode as the database.
+    A path SQLite would not open as a file (``:memory:``, ``file:`` URIs) is left alone;
+    a failure (no such directory, no permission) is left to SQLite to report.
+    """
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return  # there already (any mode, kept), or SQLite reports why it cannot open it
+    os.close(fd)
+
+
+def _on_do_connect(_dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+    # pysqlite and aiosqlite connect with the file name first; uri=True names a URI.
+    if cargs and isinstance(cargs[0], str) and not cparams.get("uri"):
+        create_private(cargs[0])
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -322,10 +358,10 @@ def _try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
             lock = _MEMORY_LOCKS.setdefault((database, name), threading.Lock())
         return _SqliteLock(None, lock) if lock.acquire(blocking=False) else None
     folder = f"{database}.lgsa-locks"
-    os.makedirs(folder, exist_ok=True)
-    conn = sqlite3.connect(
-        os.path.join(folder, name), timeout=0, isolation_level=None, check_same_thread=False
-    )
+    os.makedirs(folder, mode=0o700, exist_ok=True)  # (an existing one keeps its mode)
+    path = os.path.join(folder, name)
+    create_private(path)
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("BEGIN EXCLUSIVE")
     except sqlite3.OperationalError:
