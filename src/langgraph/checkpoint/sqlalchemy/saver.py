@@ -21,7 +21,6 @@ the others.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import copy
 import random
 from collections.abc import (
@@ -33,8 +32,6 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager, contextmanager
-from datetime import timedelta
 from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
@@ -55,11 +52,11 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import _codec, _locks, _ops, _plans, _shared, _strict, migrate
+from . import _codec, _ops, _plans, _shared, _strict, migrate
 from ._codec import PendingWrite
 from ._engines import engine_pair, resolve_urls
 from ._loops import Access, Runner, access_options
-from ._maintenance import ThreadInfo
+from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 from ._shared import SharedDoors
 from .dialects import query_builder
@@ -84,7 +81,7 @@ _Writes = Sequence[tuple[str, Any]]
 LIST_PAGE_SIZE = 100
 
 
-class SQLAlchemySaver(BaseCheckpointSaver[str]):
+class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpoint saver on any SQLAlchemy engine: SQLite, PostgreSQL, MySQL.
 
     Implements the ``BaseCheckpointSaver`` contract of ``langgraph-checkpoint`` 4 (get_tuple,
@@ -594,141 +591,6 @@ class SQLAlchemySaver(BaseCheckpointSaver[str]):
         else:
             n = int(str(current).split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
-
-    # -- operator methods ------------------------------------------------------------------
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints whose ``metadata["run_id"]`` is listed, and their writes.
-
-        Uses the indexed ``run_id`` column; blobs that no remaining checkpoint of the
-        affected threads holds are removed too. One transaction. Deleting a run whose
-        writes or snapshot a later DeltaChannel checkpoint still needs breaks that
-        checkpoint's history (LangGraph contract note on ``delete_for_runs``).
-
-        Args:
-            run_ids: Run ids; an empty list does nothing.
-
-        Raises:
-            TypeError: ``run_ids`` is a bare string.
-        """
-        self._doors.drive(self._plans.delete_for_runs(run_ids))
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        await self._doors.adrive(self._plans.delete_for_runs(run_ids))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
-        ``task_path``), in every namespace, in one transaction. The source is untouched.
-
-        Raises:
-            ThreadNotEmptyError: The target thread already has checkpoints.
-            CheckpointConfigError: A thread id of the wrong type or length.
-        """
-        self._doors.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        await self._doors.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads, each in its own transaction.
-
-        ``"delete"`` removes the threads. ``"keep_latest"`` keeps the newest checkpoint of
-        every namespace with its pending writes and, when it holds DeltaChannel channels
-        (``metadata["counters_since_delta_snapshot"]``) without a value, its ancestors and
-        their writes back to the nearest checkpoint storing a value for each of them, so
-        that it can still be resumed. Blobs no kept checkpoint holds are removed.
-
-        Args:
-            thread_ids: Thread ids; an empty list does nothing.
-            strategy: ``"keep_latest"`` (default) or ``"delete"``.
-
-        Raises:
-            TypeError: ``thread_ids`` is a bare string.
-            ValueError: Unknown strategy.
-        """
-        self._doors.drive(self._plans.prune(thread_ids, strategy))
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`."""
-        await self._doors.adrive(self._plans.prune(thread_ids, strategy))
-
-    # -- per-thread lock across processes ----------------------------------------------------
-
-    @contextmanager
-    def lock_thread(self, thread_id: str, *, timeout: float = 30.0) -> Iterator[None]:
-        """Hold a cross-process lock on a thread for the block: wrap a run in it so that
-        runs on one thread happen one after the other, on every process.
-
-        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._locks`): it
-        holds across Galera nodes, behind PgBouncer and through a promotion; a dead
-        holder's lease ends within 30 s. SQLite: a lock database beside the file. No
-        connection is held while the block runs.
-
-        Args:
-            thread_id: The thread.
-            timeout: Seconds to wait for the lock.
-
-        Raises:
-            ThreadLockTimeout: Another holder kept the lock for ``timeout`` seconds.
-            CheckpointConnectionError: The database stayed unreachable for the saver's
-                ``retry_timeout``.
-        """
-        with _locks.thread_lock(self._doors, self.engine.url, _codec.thread(thread_id), timeout):
-            yield
-
-    @asynccontextmanager
-    async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
-        """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
-        and renews without blocking the event loop."""
-        key = _codec.thread(thread_id)
-        async with _locks.athread_lock(self._doors, self.engine.url, key, timeout):
-            yield
-
-    # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
-
-    def list_threads(
-        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
-    ) -> builtins.list[ThreadInfo]:
-        """Threads with their checkpoint counts and sizes, newest activity first.
-
-        Computed from columns and aggregates only: no checkpoint is deserialised, so
-        listing 100 threads of 10,000 checkpoints is one grouped query (plus one per
-        table for the sizes).
-
-        Args:
-            limit: Most threads returned (None: all).
-            offset: Threads skipped, for paging.
-            idle_for: Only threads whose newest checkpoint is older than this (judged by
-                its UUIDv6 checkpoint id, which LangGraph makes from the clock).
-
-        Returns:
-            :class:`ThreadInfo` records, one a thread.
-
-        Raises:
-            ValueError: ``limit`` or ``offset`` negative.
-        """
-        return self._doors.drive(self._plans.list_threads(limit, offset, idle_for))
-
-    async def alist_threads(
-        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
-    ) -> builtins.list[ThreadInfo]:
-        """Async :meth:`list_threads`."""
-        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for))
-
-    def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
-        """Rows and serialised bytes per table, for the database or one thread.
-
-        Returns:
-            ``{table name: {"rows": int, "bytes": int}}``; bytes are the lengths of the
-            serialised columns, not the database's page usage.
-        """
-        return self._doors.drive(self._plans.storage_stats(thread_id))
-
-    async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
-        """Async :meth:`storage_stats`."""
-        return await self._doors.adrive(self._plans.storage_stats(thread_id))
 
     # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
 
