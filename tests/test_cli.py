@@ -271,6 +271,10 @@ async def test_server_checkpointer_refuses_an_unknown_setup_value(
         (None, "false", False),  # LangGraph's explicit switch decides when ours is unset
         ("maybe", None, ValueError),
         ("", None, True),
+        # A LangGraph value LangGraph itself does not read never turns the default off.
+        (None, "on", True),
+        (None, "enabled", True),
+        ("", "", True),
     ],
 )
 async def test_server_checkpointer_is_strict_unless_told_otherwise(

@@ -392,7 +392,7 @@ def test_copy_rerun_after_the_target_moved_on_is_verified(
     assert code == 0, (out, err)
     with SQLAlchemySaver.from_conn_string(target) as saver:
         put_chain(saver, "t0", 4, note="after the copy")
-    code, out, err = run(capsys, "copy", "--from", url, "--to", target, "--json")
+    code, out, err = run(capsys, "copy", "--from", url, "--to", target, "--json", "--into-existing")
     assert code == 0, (out, err)
     report = json.loads(out)
     assert report["mismatches"] == [] and report["checkpoints_copied"] == 0
@@ -513,6 +513,7 @@ def test_export_never_replaces_a_file_without_yes_nor_follows_a_symlink(
 ) -> None:
     existing = tmp_path / "existing.jsonl"
     existing.write_text("keep me\n")
+    existing.chmod(0o644)
     code, _, err = run(capsys, "export", "t0", "-o", str(existing), "--url", url)
     assert code == 1, err
     assert_one_error_line(err)
@@ -521,6 +522,7 @@ def test_export_never_replaces_a_file_without_yes_nor_follows_a_symlink(
     code, _, err = run(capsys, "export", "t0", "-o", str(existing), "--yes", "--url", url)
     assert code == 0, err
     assert existing.read_text().startswith("{")
+    assert existing.stat().st_mode & 0o777 == 0o600  # replaced: its owner's only too
     # a symbolic link is refused, --yes or not, and its target is untouched
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")

@@ -144,6 +144,9 @@ def argv_for(
         else:
             pytest.fail(f"teach test_cli_secrets the argument {dest!r} of {' '.join(path)}")
         argv += [action.option_strings[0], value] if action.option_strings else [value]
+    # Commands run again on the same files write into threads they wrote before.
+    if any("--into-existing" in a.option_strings for a in parser._actions):
+        argv.append("--into-existing")
     return [*argv, "--url", url, *(["--yes"] if yes else [])]
 
 

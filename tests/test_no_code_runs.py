@@ -540,3 +540,185 @@ def test_copy_and_export_between_encryption_keys(tmp_path: Path) -> None:
     # The command line has no key: it reports the checkpoint as undecodable, shows nothing.
     done = cli("--url", str(tmp_path / "a.sqlite"), "threads", "show", "enc")
     assert SECRET not in done.stdout + done.stderr
+
+
+# -- from the hostile review ----------------------------------------------------------------
+
+
+class _Wrapper:
+    """A serializer wrapping another (say, compressing): strict mode cannot see inside."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self.inner.dumps_typed(obj)  # type: ignore[no-any-return]
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.inner.loads_typed(data)
+
+
+def test_strict_refuses_serializers_it_cannot_check(tmp_path: Path) -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    strict = JsonPlusSerializer(allowed_msgpack_modules=None)
+    refused = {
+        "pickle_fallback": JsonPlusSerializer(pickle_fallback=True, allowed_msgpack_modules=None),
+        "permissive": JsonPlusSerializer(allowed_msgpack_modules=True),
+        "wrapped twice": EncryptedSerializer.from_pycryptodome_aes(
+            EncryptedSerializer.from_pycryptodome_aes(strict, key=b"k" * 16), key=b"k" * 16
+        ),
+        "unknown wrapper": _Wrapper(strict),
+    }
+    for name, serde in refused.items():
+        with pytest.raises(ValueError, match="strict=True"):
+            SQLAlchemySaver.from_conn_string(str(tmp_path / "x.db"), strict=True, serde=serde)
+            pytest.fail(name)
+
+
+@pytest.mark.parametrize("type_", ["pickle", "json"])
+def test_strict_decoding_refuses_pickle_and_json_values(tmp_path: Path, type_: str) -> None:
+    """A row typed ``pickle`` (unpickled by a serializer with pickle_fallback) or
+    ``json`` (LangChain's constructor format, which imports what it names) is refused
+    by strict decoding, and prune never hands a non-msgpack document to the serializer."""
+    import pickle
+
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    marker = tmp_path / "MARKER"
+
+    class Evil:
+        def __reduce__(self) -> Any:
+            import os
+
+            return (os.system, (f"touch {marker}",))
+
+    data = (
+        pickle.dumps(Evil())
+        if type_ == "pickle"
+        else json.dumps(
+            {"lc": 1, "type": "constructor", "id": ["os", "system"], "kwargs": {}}
+        ).encode()
+    )
+    url = f"sqlite:///{tmp_path / 'p.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url, strict=False) as saver:
+        saver.setup()
+        door = Door(saver, "sync")
+        import asyncio
+
+        config = asyncio.run(plant(door, "write", marker))
+        with raw(saver) as conn:
+            conn.execute(update(writes).values(type=type_, blob=data))
+            conn.execute(update(checkpoints).values(type=type_, checkpoint=data))
+    with (
+        SQLAlchemySaver.from_conn_string(url, strict=True) as saver,
+        pytest.raises(CheckpointDecodeError, match="msgpack values only"),
+    ):
+        saver.get_tuple(config)
+    # a permissive saver with pickle_fallback: prune reads the forged document as data only
+    serde = JsonPlusSerializer(pickle_fallback=True)
+    with SQLAlchemySaver.from_conn_string(url, strict=False, serde=serde) as saver:
+        saver.prune([THREAD])
+    assert not marker.exists()
+
+
+NON_CANONICAL = {
+    "uint8 1": ("msgpack", b"\xcc\x01"),
+    "float32": ("msgpack", b"\xca?\xc0\x00\x00"),
+    "str8": ("msgpack", b"\xd9\x01a"),
+    "duplicate keys": ("msgpack", b"\x82\xa1a\x01\xa1a\x02"),
+    "trailing bytes": ("msgpack", b"\x01\x02"),
+    "bin": ("msgpack", b"\xc4\x03abc"),
+    "nil": ("msgpack", b"\xc0"),
+    "null with data": ("null", b"xyz"),
+    "array16": ("msgpack", b"\xdc\x00\x01\x01"),
+    "negative ext code": ("msgpack", b"\xd6\xff\x00\x00\x00\x01"),
+    "pickle": ("pickle", b"\x80\x04N."),
+}
+
+
+def test_values_move_byte_for_byte_even_when_not_canonical(tmp_path: Path) -> None:
+    """Values are moved as stored, not re-encoded: msgpack in a form ormsgpack would not
+    write, other type tags and extension codes survive copy and export+import."""
+    url, _ = forged_database(tmp_path, tmp_path / "MARKER", ["write"])
+    with SQLAlchemySaver.from_conn_string(url, strict=False) as saver, raw(saver) as conn:
+        (checkpoint_id,) = conn.execute(
+            select(checkpoints.c.checkpoint_id).where(checkpoints.c.thread_id == "t-write")
+        ).first()
+        for i, (t, b) in enumerate(NON_CANONICAL.values()):
+            conn.execute(
+                writes.insert().values(
+                    thread_id="t-write",
+                    checkpoint_ns="",
+                    checkpoint_id=checkpoint_id,
+                    task_id=f"odd{i:02d}",
+                    task_path="",
+                    idx=0,
+                    channel="c",
+                    type=t,
+                    blob=b,
+                )
+            )
+    dump = tmp_path / "dump.jsonl"
+    assert cli("--url", url, "export", "t-write", "-o", str(dump)).returncode == 0
+    for how, argv in (
+        ("copy", ("copy", "--from", url, "--to", f"sqlite:///{tmp_path / 'c.sqlite'}")),
+        ("import", ("--url", f"sqlite:///{tmp_path / 'i.sqlite'}", "import", str(dump))),
+    ):
+        done = cli(*argv)
+        assert done.returncode == 0, (how, done.stderr)
+        target = argv[4] if how == "copy" else argv[1]
+        with SQLAlchemySaver.from_conn_string(target) as saver:
+            assert stored_values(saver) >= {v for v in stored_values_of(url) if v[0] == "write"}, (
+                how
+            )
+
+
+def stored_values_of(url: str) -> set[tuple[Any, ...]]:
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        return stored_values(saver)
+
+
+def test_crafted_import_lines_are_typed_errors(tmp_path: Path) -> None:
+    import base64
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    cp = empty_checkpoint()
+    good = {"type": "msgpack", "data": base64.b64encode(ormsgpack.packb(cp)).decode()}
+    listy = {**cp, "channel_versions": [1, 2]}
+    bad_doc = {"type": "msgpack", "data": base64.b64encode(ormsgpack.packb(listy)).decode()}
+    base = {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": cp["id"], "metadata": {}}
+    write = {"task_id": "t", "channel": "c", "value": good}
+    cases = {
+        "idx beyond 64 bits": {
+            **base,
+            "checkpoint": good,
+            "pending_writes": [{**write, "idx": 2**63}],
+        },
+        "channel_versions a list": {**base, "checkpoint": bad_doc},
+        "channel_values a list": {**base, "checkpoint": good, "channel_values": [1]},
+    }
+    for name, record in cases.items():
+        text = json.dumps({**CRAFTED_V1, "version": 2}) + "\n" + json.dumps(record) + "\n"
+        done = cli("--url", str(tmp_path / f"{len(name)}.sqlite"), "import", "-", stdin=text)
+        assert done.returncode == 2, (name, done.stderr)
+        assert "Traceback" not in done.stderr and "line 2" in done.stderr, (name, done.stderr)
+
+
+def test_terminal_controls_in_rows_are_shown_escaped(tmp_path: Path) -> None:
+    """A thread id or metadata value holding ESC sequences, C1 or bidi controls is
+    printed escaped: a forged row cannot recolour, hide or reorder the operator's output."""
+    url = f"sqlite:///{tmp_path / 't.sqlite'}"
+    hostile = "t\x1b]0;owned\x07\x1b[2J\u202eevil\x9b"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        cp, versions = make_checkpoint({"v": 1})
+        saver.put(cfg(hostile), cp, {"source": "x\x1b[31mred\u2066"}, versions)
+    for argv in (("threads", "list"), ("stats",), ("threads", "show", hostile)):
+        for extra in ((), ("--json",)):
+            done = cli("--url", url, *argv, *extra)
+            assert done.returncode == 0, (argv, done.stderr)
+            out = done.stdout
+            assert not any(c in out for c in "\x1b\x07\x9b\u202e\u2066"), (argv, extra, out)

@@ -252,7 +252,7 @@ def test_cli_copy_from_official_saver_resumes_like_the_original(
     assert done.returncode == 0, done.stderr
     assert "verified" in done.stdout
     # again: everything is skipped, nothing duplicated
-    again = cli("copy", "--from", source, "--to", target, "--json")
+    again = cli("copy", "--from", source, "--to", target, "--json", "--into-existing")
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["checkpoints_copied"] == 0
@@ -328,7 +328,7 @@ def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
         total = sum(counts.values())
         with pytest.raises(Stop):
             copy_threads(src, dst, progress=stop_after(total // 2))
-        report = copy_threads(src, dst)
+        report = copy_threads(src, dst, into_existing=True)  # the re-run
         assert report.checkpoints_skipped == total // 2
         assert report.checkpoints_copied == total - total // 2
         assert report.mismatches == []
@@ -338,7 +338,7 @@ def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
                 rows = conn.execute(select(func.count()).where(c.thread_id == t)).scalar_one()
                 assert rows == counts[t], t
         # and a third run skips everything
-        third = copy_threads(src, dst)
+        third = copy_threads(src, dst, into_existing=True)
         assert (third.checkpoints_copied, third.checkpoints_skipped) == (0, total)
         with official_saver("sqlite", source) as original:
             for t in THREADS:
@@ -356,7 +356,9 @@ def test_copy_rerun_after_target_moved_on_verifies(tmp_path: Path) -> None:
         before = len(list(dst.list(cfg("hitl"))))
         hitl_graph(dst, Calls()).invoke(Command(resume="yes"), cfg("hitl"))
         assert len(list(dst.list(cfg("hitl")))) > before
-    again = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
+    refused = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
+    assert refused.returncode == 1 and "--into-existing" in refused.stderr, refused.stderr
+    again = cli("copy", "--from", source, "--to", target, "--thread", "hitl", "--into-existing")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "MISMATCH" not in again.stdout
     assert "verified: every checkpoint and pending write" in again.stdout
@@ -540,8 +542,8 @@ def test_copy_refuses_a_thread_too_long_for_us_and_copies_the_others(tmp_path: P
     finally:
         conn.close()
     target = f"sqlite:///{tmp_path / 'target.sqlite'}"
-    for _ in range(2):  # a re-run ends the same way, with the same threads copied
-        done = cli("copy", "--from", str(source), "--to", target, "--no-progress")
+    for again in ((), ("--into-existing",)):  # a re-run ends the same way
+        done = cli("copy", "--from", str(source), "--to", target, "--no-progress", *again)
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
         assert "REFUSED thread 'XXXX" in done.stdout

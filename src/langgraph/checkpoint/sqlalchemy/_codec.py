@@ -442,7 +442,11 @@ class Codec:
 
     def loads(self, type_: str, data: bytes | None) -> Any:
         """Decode a stored value with ``serde``, checked by :mod:`._strict` when
-        ``strict`` is on."""
+        ``strict`` is on. With an :class:`._opaque.OpaqueSerializer` (the operator
+        tools) the value is not decoded at all: a :class:`._opaque.Stored`, written back
+        byte for byte (decrypted when the serializer has the cipher)."""
+        if isinstance(self.serde, _opaque.OpaqueSerializer):
+            return self.serde.stored(type_, data if data is not None else b"")
         if self.strict:
             return _strict.loads(self.serde, type_, data if data is not None else b"")
         return self.serde.loads_typed((type_, data if data is not None else b""))
@@ -471,6 +475,8 @@ class Codec:
 
         def load(part: str, type_: str, data: bytes | None) -> Any:
             try:
+                if part == "checkpoint" and isinstance(self.serde, _opaque.OpaqueSerializer):
+                    return self.serde.loads_typed((type_, data or b""))  # the document, as data
                 return self.loads(type_, data)
             except Exception as e:
                 raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e

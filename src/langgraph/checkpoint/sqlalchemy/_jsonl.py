@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ._codec import PendingWrite
+from ._opaque import OpaqueSerializer
 from .errors import ExportFormatError
 
 __all__ = [
@@ -42,10 +43,14 @@ def _encode(serde: SerializerProtocol, value: Any) -> dict[str, str]:
     return {"type": type_, "data": base64.b64encode(data or b"").decode("ascii")}
 
 
-def _decode(serde: SerializerProtocol, doc: Any) -> Any:
+def _decode(serde: SerializerProtocol, doc: Any, *, value: bool = False) -> Any:
+    """A ``{"type", "data"}`` of the file decoded; a ``value`` (a channel value or a
+    write) read by an :class:`._opaque.OpaqueSerializer` stays as stored, byte for byte."""
     if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):
         raise ValueError("a value must be {'type': str, 'data': base64}")
     data = base64.b64decode(str(doc.get("data", "")), validate=True)
+    if value and isinstance(serde, OpaqueSerializer):
+        return serde.stored(doc["type"], data)
     return serde.loads_typed((doc["type"], data))
 
 
@@ -133,6 +138,13 @@ def check_header(line: str) -> None:
         )
 
 
+def _idx(value: Any) -> int:
+    """A write's ``idx``: an integer of the column's 32-bit range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise ValueError(f"idx must be an integer of 32 bits, not {value!r}")
+    return value
+
+
 def record_thread(line: str, number: int) -> str:
     """The ``thread_id`` of a record line, nothing else decoded.
 
@@ -174,24 +186,36 @@ def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any
         checkpoint = _decode(serde, rec["checkpoint"])
         if not isinstance(checkpoint, dict) or checkpoint.get("id") != checkpoint_id:
             raise ValueError("checkpoint does not decode to the checkpoint named by the line")
+        if not isinstance(checkpoint.get("channel_versions", {}), dict):
+            raise ValueError("the checkpoint's channel_versions is not a map")
+        if not isinstance(checkpoint.get("channel_values", {}), dict):
+            raise ValueError("the checkpoint's channel_values is not a map")
         if "channel_values" in rec:  # version 2: each value apart, as stored
             values = rec["channel_values"]
             if not isinstance(values, dict):
                 raise ValueError("channel_values must be an object")
             checkpoint["channel_values"] = {
-                str(ch): _decode(serde, doc) for ch, doc in values.items()
+                str(ch): _decode(serde, doc, value=True) for ch, doc in values.items()
             }
         pending = [
             PendingWrite(
                 str(w["task_id"]),
                 str(w.get("task_path") or ""),
                 str(w["channel"]),
-                None if w.get("idx") is None else int(w["idx"]),
-                _decode(serde, w["value"]),
+                None if w.get("idx") is None else _idx(w["idx"]),
+                _decode(serde, w["value"], value=True),
             )
             for w in rec.get("pending_writes") or []
         ]
-    except (KeyError, TypeError, ValueError, RecursionError, binascii.Error) as e:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+        binascii.Error,
+    ) as e:
         detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
         raise ExportFormatError(f"line {number}: not a checkpoint record ({detail}).") from e
     return thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending

@@ -90,8 +90,11 @@ def pack(value: Any) -> bytes:
 
 
 def cipher_of(serde: SerializerProtocol | None) -> CipherProtocol | None:
-    """The cipher of an ``EncryptedSerializer`` (None for any other serializer)."""
-    return serde.cipher if isinstance(serde, EncryptedSerializer) else None
+    """The cipher of an ``EncryptedSerializer`` or an :class:`OpaqueSerializer` (None for
+    any other serializer)."""
+    if isinstance(serde, (EncryptedSerializer, OpaqueSerializer)):
+        return serde.cipher
+    return None
 
 
 class OpaqueSerializer(SerializerProtocol):
@@ -137,6 +140,22 @@ class OpaqueSerializer(SerializerProtocol):
             type_ = f"{type_}+{cipher_name}"
         return type_, data
 
+    def stored(self, type_: str, data: bytes) -> Stored:
+        """A value as stored, not decoded: decrypted when encrypted with this
+        serializer's cipher, else as it is.
+
+        Raises:
+            ValueError: Encrypted with this cipher, but it does not decrypt.
+        """
+        raw = bytes(data) if data is not None else b""
+        if "+" in type_ and self.cipher is not None:
+            inner, cipher_name = type_.split("+", 1)
+            try:
+                return Stored(inner, self.cipher.decrypt(cipher_name, raw))
+            except Exception as e:  # wrong key or damaged: the callers' decode error
+                raise ValueError(f"cannot decrypt ({type(e).__name__}: {e})") from None
+        return Stored(type_, raw)
+
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         """Plain data of a ``msgpack`` value, ``None``/``bytes`` for those tags, a
         :class:`Stored` for anything else (decrypted first when the cipher is known).
@@ -145,15 +164,7 @@ class OpaqueSerializer(SerializerProtocol):
             ValueError: A ``msgpack`` value that is not msgpack, or a value encrypted
                 with this cipher that does not decrypt.
         """
-        type_, raw = data
-        raw = bytes(raw) if raw is not None else b""
-        if "+" in type_ and self.cipher is not None:
-            inner, cipher_name = type_.split("+", 1)
-            try:
-                raw = self.cipher.decrypt(cipher_name, raw)
-            except Exception as e:  # wrong key or damaged: the callers' decode error
-                raise ValueError(f"cannot decrypt ({type(e).__name__}: {e})") from None
-            type_ = inner
+        type_, raw = self.stored(*data)
         if type_ == "msgpack":
             return unpack(raw)
         if type_ == "null":
@@ -165,17 +176,18 @@ class OpaqueSerializer(SerializerProtocol):
 
 def document(serde: SerializerProtocol, type_: str, data: bytes) -> Any:
     """A checkpoint document read without rebuilding any object: msgpack (decrypted
-    with ``serde``'s cipher when it is an ``EncryptedSerializer``) as plain data; a
-    document of another serializer type through ``serde`` itself (a custom serializer's
-    own format, which only that serializer knows).
+    with ``serde``'s cipher when it is an ``EncryptedSerializer``) as plain data.
 
     Raises:
-        ValueError: Not decodable.
+        ValueError: Not a msgpack document (a ``pickle`` or ``json`` one is never
+            handed to ``serde``: that would rebuild what it names), or not decodable.
     """
     cipher = cipher_of(serde)
     if type_ == "msgpack" or (cipher is not None and type_.startswith("msgpack+")):
-        return OpaqueSerializer(cipher).loads_typed((type_, data))
-    return serde.loads_typed((type_, data))
+        doc = OpaqueSerializer(cipher).loads_typed((type_, data))
+        if isinstance(doc, dict):
+            return doc
+    raise ValueError(f"not a msgpack checkpoint document (type {type_!r})")
 
 
 def _object_name(kept: Kept) -> tuple[str | None, Any]:
@@ -209,6 +221,13 @@ def shown(value: Any, *, depth: int = 0) -> Any:
         name, data = _object_name(value)
         return {"$ext": value.code, "type": name, "data": shown(data, depth=depth + 1)}
     if isinstance(value, Stored):
+        if value.type == "msgpack":
+            try:
+                return shown(unpack(value.data), depth=depth + 1)
+            except ValueError:
+                pass
+        if value.type == "null":
+            return None
         return {"$stored": value.type, "bytes": len(value.data)}
     if isinstance(value, (bytes, bytearray)):
         return {"$bytes": len(value)}

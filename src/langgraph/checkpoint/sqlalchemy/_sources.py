@@ -292,18 +292,24 @@ class Reader:
         ).where(w.thread_id == thread_id, w.checkpoint_ns == ns, w.checkpoint_id == checkpoint_id)
         rows = self.tables.run(lambda conn: conn.execute(query).all())
         serde = self.saver.serde
+        # Through an opaque view each write moves as stored, not decoded (byte for byte).
+        load = serde.stored if isinstance(serde, OpaqueSerializer) else _typed_loader(serde)
         pending = [
             PendingWrite(
                 str(task_id),
                 str(path) if has_path and path is not None else "",
                 str(channel),
                 int(idx),
-                serde.loads_typed((str(type_), bytes(blob) if blob is not None else b"")),
+                load(str(type_), bytes(blob) if blob is not None else b""),
             )
             for task_id, path, idx, channel, type_, blob in rows
         ]
         pending.sort(key=lambda p: (p.task_path, p.task_id, p.idx or 0))
         return tup, pending
+
+
+def _typed_loader(serde: SerializerProtocol) -> Callable[[str, bytes], Any]:
+    return lambda type_, data: serde.loads_typed((type_, data))
 
 
 def thread_config(thread_id: str) -> RunnableConfig:

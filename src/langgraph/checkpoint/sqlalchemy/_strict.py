@@ -8,12 +8,16 @@ rejects the stored fields, or the serializer's msgpack allowlist blocks it), Lan
 returns the raw fields (a dict or list) and logs a warning once per class: the graph then
 receives a dict where it expects a model. That is LangGraph's default, and the saver's.
 
-With strict decoding (saver option ``strict_decode=True``, or the environment variable
-``LANGGRAPH_STRICT_MSGPACK`` set to 1/true/yes when the saver is built), every object the
-serializer reads back is checked: its class must be importable and the value returned
-must be an instance of it (for a factory function: not its raw argument). Otherwise
-:func:`loads` raises :class:`NotRebuiltError`, which the saver reports as a
-``CheckpointDecodeError`` naming the thread, checkpoint and channel or write.
+With strict decoding (saver option ``strict_decode=True``, on in strict mode: see
+:func:`strict_setting`), ``pickle`` and ``json`` values are refused (decoding them would
+rebuild whatever they name) and every object the serializer reads back is checked: its
+class must be importable and the value returned must be an instance of it (for a factory
+function: not its raw argument). Otherwise :func:`loads` raises :class:`NotRebuiltError`,
+which the saver reports as a ``CheckpointDecodeError`` naming the thread, checkpoint and
+channel or write.
+
+Strict mode itself (:func:`strict_serde`) also limits what the serializer rebuilds:
+LangGraph's safe types, an allowlist, and a graph's state types (``with_allowlist``).
 
 The check covers each object the serializer meets in a stored value (a list of messages:
 each message); an object nested inside another object's fields is rebuilt by that
@@ -39,7 +43,6 @@ __all__ = [
     "OUR_STRICT_ENV",
     "NotRebuiltError",
     "loads",
-    "strict_from_env",
     "strict_serde",
     "strict_setting",
 ]
@@ -50,8 +53,9 @@ STRICT_ENV = "LANGGRAPH_STRICT_MSGPACK"
 #: Our environment variable for the saver's ``strict`` option, parsed strictly: it wins
 #: over ``LANGGRAPH_STRICT_MSGPACK`` when set.
 OUR_STRICT_ENV = "LANGGRAPH_CHECKPOINT_STRICT"
-_TRUE = ("1", "true", "yes")
 _YES = {"1", "true", "yes", "on"}
+#: Stored types strict decoding refuses: decoding them rebuilds what they name.
+_NOT_DATA = frozenset(("pickle", "json"))
 _NO = {"0", "false", "no", "off"}
 
 # LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus): objects
@@ -79,15 +83,11 @@ class NotRebuiltError(ValueError):
     """A stored object came back as its raw fields instead of an instance of its class."""
 
 
-def strict_from_env() -> bool:
-    """Whether ``LANGGRAPH_STRICT_MSGPACK`` asks for strict decoding (1, true or yes)."""
-    return os.environ.get(STRICT_ENV, "").strip().lower() in _TRUE
-
-
 def strict_setting(explicit: bool | None, *, default: bool = False) -> bool:
     """The saver's ``strict`` mode: ``explicit`` when given, else
     ``LANGGRAPH_CHECKPOINT_STRICT`` (1/true/yes/on or 0/false/no/off), else
-    ``LANGGRAPH_STRICT_MSGPACK`` (as LangGraph reads it), else ``default``.
+    ``LANGGRAPH_STRICT_MSGPACK`` when it holds one of those, else ``default`` (so an
+    unreadable value never turns the server factory's strict default off).
 
     Raises:
         ValueError: ``LANGGRAPH_CHECKPOINT_STRICT`` holds another value.
@@ -105,9 +105,12 @@ def strict_setting(explicit: bool | None, *, default: bool = False) -> bool:
             f"{OUR_STRICT_ENV}={ours!r} is not understood: use 1/true/yes/on for strict "
             "deserialisation or 0/false/no/off for LangGraph's permissive default"
         )
-    if os.environ.get(STRICT_ENV) is not None:
-        return strict_from_env()
-    return default
+    theirs = os.environ.get(STRICT_ENV, "").strip().lower()
+    if theirs in _YES:
+        return True
+    if theirs in _NO:
+        return False
+    return default  # unset, empty or a value LangGraph does not read either
 
 
 def strict_serde(
@@ -122,33 +125,37 @@ def strict_serde(
     type a row names before anything could refuse it.
 
     Raises:
-        ValueError: ``serde`` is a permissive ``JsonPlusSerializer`` (``allowed`` given
-            or not), or ``allowed`` is given for a serializer that has no allowlist.
+        ValueError: ``serde`` is not a ``JsonPlusSerializer`` (inside at most one
+            ``EncryptedSerializer``), allows every type (LangGraph's permissive default),
+            or has ``pickle_fallback``.
     """
     extra = tuple(allowed or ())
     if serde is None:
         return JsonPlusSerializer(allowed_msgpack_modules=extra or None)
     inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
-    if isinstance(inner, JsonPlusSerializer):
-        if getattr(inner, "_allowed_msgpack_modules", None) is True:
-            raise ValueError(
-                "strict=True needs a serializer that refuses unknown types, but this "
-                "JsonPlusSerializer allows every type (LangGraph's default without "
-                "LANGGRAPH_STRICT_MSGPACK): build it with allowed_msgpack_modules=[...] "
-                "or leave serde out"
-            )
-        if not extra:
-            return serde
-        stricter = inner.with_msgpack_allowlist(extra)
-        if isinstance(serde, EncryptedSerializer):
-            return EncryptedSerializer(serde.cipher, stricter)
-        return stricter
-    if extra:
+    if not isinstance(inner, JsonPlusSerializer):
+        # Another serializer (or one wrapped twice) decodes as it likes: the saver could
+        # not check what it rebuilds, so strict mode would be a promise it cannot keep.
         raise ValueError(
-            f"allowed_msgpack_modules needs a JsonPlusSerializer (optionally inside an "
-            f"EncryptedSerializer), not {type(serde).__name__}"
+            f"strict=True needs a JsonPlusSerializer, optionally inside one "
+            f"EncryptedSerializer, not {type(inner).__name__}: use strict=False and your "
+            "serializer's own safeguards"
         )
-    return serde
+    if inner.pickle_fallback:
+        raise ValueError("strict=True refuses a JsonPlusSerializer with pickle_fallback=True")
+    if getattr(inner, "_allowed_msgpack_modules", None) is True:
+        raise ValueError(
+            "strict=True needs a serializer that refuses unknown types, but this "
+            "JsonPlusSerializer allows every type (LangGraph's default without "
+            "LANGGRAPH_STRICT_MSGPACK): build it with allowed_msgpack_modules=[...] "
+            "or leave serde out"
+        )
+    if not extra:
+        return serde
+    stricter = inner.with_msgpack_allowlist(extra)
+    if isinstance(serde, EncryptedSerializer):
+        return EncryptedSerializer(serde.cipher, stricter)
+    return stricter
 
 
 class _Opaque:
@@ -234,6 +241,11 @@ def loads(serde: SerializerProtocol, type_: str, data: bytes) -> Any:
         return loads(serde.serde, type_, data)
     # LangGraph keeps the serializer's ext hook (its allowlist applied) on the instance:
     # decode as its loads_typed does, with that hook wrapped by the check.
+    if type_ in _NOT_DATA:
+        raise NotRebuiltError(
+            f"a {type_!r} value: strict decoding reads msgpack values only (a pickle or "
+            "LangChain JSON value rebuilds whatever it names, outside any allowlist)"
+        )
     hook = getattr(serde, "_unpack_ext_hook", None)
     if type_ != "msgpack" or not isinstance(serde, JsonPlusSerializer) or not callable(hook):
         return serde.loads_typed((type_, data))

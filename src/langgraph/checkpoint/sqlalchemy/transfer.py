@@ -36,6 +36,7 @@ from ._sources import Reader, SourceKind, batches, opaque_view, open_saver
 from ._sources import Source as Source  # what open_source yields (documented with this module)
 from .errors import (
     CheckpointConfigError,
+    CheckpointDecodeError,
     ExportFormatError,
     ThreadNotEmptyError,
     UnknownSourceError,
@@ -273,6 +274,7 @@ def copy_threads(
     thread_ids: Sequence[str] | None = None,
     *,
     progress: Callable[[int], None] | None = None,
+    into_existing: bool = False,
 ) -> CopyReport:
     """Copy threads, every checkpoint of every namespace, from any saver into ours.
 
@@ -294,6 +296,10 @@ def copy_threads(
         progress: Called after each checkpoint (copied or skipped) with the number of
             checkpoints handled so far. An exception it raises stops the copy (already
             stored checkpoints stay; re-run to finish).
+        into_existing: Allow writing into target threads that already have checkpoints
+            (re-running an interrupted copy). Without it such threads are refused before
+            anything is written: a source handed to the operator could otherwise plant a
+            new latest checkpoint in a live thread.
 
     Returns:
         The report; ``mismatches`` lists threads failing verification and ``refused``
@@ -303,14 +309,20 @@ def copy_threads(
 
     Raises:
         TypeError: ``thread_ids`` is a bare string.
+        ThreadNotEmptyError: Some threads already have checkpoints in the target and
+            ``into_existing`` is False; nothing was written.
         CheckpointConfigError: A checkpoint id or channel name unfit for our tables (the
             thread's checkpoints before it are stored; re-run after fixing the source).
+        CheckpointDecodeError: A source checkpoint that cannot be read or written back
+            as stored (a damaged row); the checkpoints before it are stored.
     """
     reader = Reader(source)
     # Values read as data are written back as stored; a saver of unknown tables hands
     # back rebuilt objects, which the target's own serializer writes.
     writer = cast(SQLAlchemySaver, opaque_view(target)) if reader.opaque else target
     threads = _chosen_threads(reader, thread_ids)
+    if not into_existing:
+        _refuse_existing(target, threads, "copied")
     report = CopyReport()
     handled = 0
     for thread_id in threads:
@@ -325,9 +337,11 @@ def copy_threads(
             if (ns, checkpoint_id) in existing:
                 report.checkpoints_skipped += 1
             else:
-                tup, pending = reader.read(thread_id, ns, checkpoint_id)
-                parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-                _store(writer, thread_id, ns, parent, tup.checkpoint, tup.metadata, pending)
+                with _source_errors(thread_id, ns, checkpoint_id):
+                    tup, pending = reader.read(thread_id, ns, checkpoint_id)
+                    parent = (tup.parent_config or {}).get("configurable", {})
+                    parent_id = parent.get("checkpoint_id")
+                    _store(writer, thread_id, ns, parent_id, tup.checkpoint, tup.metadata, pending)
                 report.checkpoints_copied += 1
                 report.writes_copied += len(pending)
             handled += 1
@@ -337,6 +351,41 @@ def copy_threads(
         if mismatch is not None:
             report.mismatches.append(mismatch)
     return report
+
+
+def _refuse_existing(target: SQLAlchemySaver, thread_ids: Sequence[str], done: str) -> None:
+    """Refuse, before anything is written, threads that already have checkpoints in
+    ``target``.
+
+    Raises:
+        ThreadNotEmptyError: Some do; the message names up to 10 and the way out.
+    """
+    new = set(missing_threads(target, list(thread_ids)))
+    existing = [t for t in thread_ids if t not in new]
+    if existing:
+        more = ", ..." if len(existing) > 10 else ""
+        raise ThreadNotEmptyError(
+            f"{len(existing)} thread(s) already have checkpoints in the target "
+            f"({', '.join(map(repr, existing[:10]))}{more}): nothing was {done}. Pass "
+            "into_existing=True (CLI: --into-existing) to add checkpoints to them "
+            "(re-running an interrupted run), or choose other threads (thread_ids=..., "
+            "CLI: --thread)."
+        )
+
+
+@contextmanager
+def _source_errors(thread_id: str, ns: str, checkpoint_id: str) -> Iterator[None]:
+    """A source checkpoint that cannot be read or stored as it is becomes a
+    ``CheckpointDecodeError`` naming it (a damaged or forged source row), not a raw
+    error from deep inside a serializer or an official saver."""
+    try:
+        yield
+    except (CheckpointDecodeError, CheckpointConfigError, ConnectionError):
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError, LookupError) as e:
+        raise CheckpointDecodeError(
+            thread_id, ns, checkpoint_id, "source", f"{type(e).__name__}: {e}"
+        ) from e
 
 
 def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
@@ -384,8 +433,10 @@ def export_threads(
     fp.write(_jsonl.header_line())
     for thread_id in threads:
         for ns, checkpoint_id in reader.keys(thread_id):
-            tup, pending = reader.read(thread_id, ns, checkpoint_id)
-            fp.write(_jsonl.record_line(serde, thread_id, ns, checkpoint_id, tup, pending))
+            with _source_errors(thread_id, ns, checkpoint_id):
+                tup, pending = reader.read(thread_id, ns, checkpoint_id)
+                line = _jsonl.record_line(serde, thread_id, ns, checkpoint_id, tup, pending)
+            fp.write(line)
             report.checkpoints += 1
             report.writes += len(pending)
     return report
@@ -460,16 +511,7 @@ def import_threads(
             raise LookupError(f"not in the file: {', '.join(map(repr, absent))}")
         plan = {t: plan[t] for t in wanted}
     if not into_existing:
-        new = set(missing_threads(saver, list(plan)))
-        existing = [t for t in plan if t not in new]
-        if existing:
-            raise ThreadNotEmptyError(
-                f"{len(existing)} thread(s) of the file already have checkpoints here "
-                f"({', '.join(map(repr, existing[:10]))}{', ...' if len(existing) > 10 else ''}"
-                "): nothing was imported. Pass into_existing=True (CLI: --into-existing) to add "
-                "the file's checkpoints to them (re-running an interrupted import), or "
-                "import the other threads only (thread_ids=..., --thread)."
-            )
+        _refuse_existing(saver, list(plan), "imported")
     writer = cast(SQLAlchemySaver, opaque_view(saver))
     lines = _jsonl.text_lines(fp)
     next(lines, None)  # the header, checked by import_plan
@@ -478,16 +520,16 @@ def import_threads(
     for line, number in lines:
         if not line.strip() or _jsonl.record_thread(line, number) not in plan:
             continue
-        thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = _jsonl.parse_record(
-            writer.serde, line, number
-        )
+        record = _jsonl.parse_record(writer.serde, line, number)
+        thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = record
         if thread_id not in existing_keys:
             existing_keys[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
             report.threads += 1
         if (ns, checkpoint_id) in existing_keys[thread_id]:
             report.checkpoints_skipped += 1
             continue
-        _store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
+        with _source_errors(thread_id, ns, checkpoint_id):
+            _store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
         existing_keys[thread_id].add((ns, checkpoint_id))
         report.checkpoints_imported += 1
         report.writes_imported += len(pending)

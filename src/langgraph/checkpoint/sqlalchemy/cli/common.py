@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -55,11 +56,36 @@ class CommandError(Exception):
 # -- output ------------------------------------------------------------------------------
 
 
+#: Bidirectional-text controls: they reorder what a terminal shows (Trojan Source).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _escaped(text: str, keep: str = "") -> str:
+    return "".join(
+        f"\\u{ord(ch):04x}"
+        if ch not in keep and (ch in _BIDI or unicodedata.category(ch) == "Cc")
+        else ch
+        for ch in text
+    )
+
+
+def cell(value: Any) -> str:
+    """``value`` as text for a terminal: control characters (ESC, C1, newlines) and
+    bidirectional controls a row may hold are shown as ``\\uXXXX``, never sent to the
+    terminal (where they could recolour, hide or reorder what the operator reads)."""
+    return _escaped("" if value is None else str(value))
+
+
+def as_json(data: Any) -> str:
+    """``data`` as indented JSON for a terminal: the same JSON, with the C1 and
+    bidirectional controls that ``json.dumps`` leaves raw written as ``\\uXXXX``."""
+    return _escaped(json.dumps(data, indent=1, default=str, ensure_ascii=False), keep="\n")
+
+
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:
     """Print ``data`` as JSON with ``--json``, else call ``human`` to print text."""
     if args.json:
-        json.dump(data, sys.stdout, indent=1, default=str, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print(as_json(data))
     else:
         human()
 

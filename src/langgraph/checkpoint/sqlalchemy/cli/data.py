@@ -61,6 +61,11 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     cp.add_argument("--from-schema", help="PostgreSQL schema of our tables in the source")
     cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    cp.add_argument(
+        "--into-existing",
+        action="store_true",
+        help="also write into target threads that already have checkpoints (a re-run)",
+    )
 
     ex = add_command(sub, common, "export", cmd_export, "write threads to a JSON lines file")
     ex.add_argument("thread_ids", nargs="+", metavar="THREAD")
@@ -118,9 +123,17 @@ def cmd_copy(args: argparse.Namespace) -> int:
                 show = not (args.no_progress or args.json) and sys.stderr.isatty()
                 total = transfer.count_checkpoints(source, args.threads) if show else 0
                 with _progress_bar(show, total) as progress:
-                    report = transfer.copy_threads(source, target, args.threads, progress=progress)
+                    report = transfer.copy_threads(
+                        source,
+                        target,
+                        args.threads,
+                        progress=progress,
+                        into_existing=args.into_existing,
+                    )
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
+    except ThreadNotEmptyError as e:
+        raise CommandError(str(e), 1) from None
     except SchemaOutOfDateError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 1) from e
 
@@ -183,6 +196,8 @@ def _open_output(path: str, *, overwrite: bool) -> IO[str]:
         if e.errno == errno.ELOOP:
             raise CommandError(f"{path} is a symbolic link: give the file's own path", 2) from e
         raise
+    if overwrite and hasattr(os, "fchmod"):
+        os.fchmod(fd, 0o600)  # a replaced file keeps its mode otherwise (0644: readable)
     return os.fdopen(fd, "w", encoding="utf-8")
 
 

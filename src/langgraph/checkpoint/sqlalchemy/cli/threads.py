@@ -8,7 +8,6 @@ Each is a thin layer over the saver's public methods (``list_threads``, ``list``
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,18 @@ from langgraph.checkpoint.base import CheckpointTuple
 from .._maintenance import ThreadInfo, checkpoint_time
 from .._opaque import shown
 from ..errors import ThreadNotEmptyError
-from .common import CommandError, add_command, confirm, count, duration, emit, open_saver, positive
+from .common import (
+    CommandError,
+    add_command,
+    as_json,
+    cell,
+    confirm,
+    count,
+    duration,
+    emit,
+    open_saver,
+    positive,
+)
 
 
 def _size(n: int) -> str:
@@ -30,7 +40,7 @@ def _size(n: int) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[str(c) for c in headers], *[[("" if c is None else str(c)) for c in r] for r in rows]]
+    cells = [[str(c) for c in headers], *[[cell(c) for c in r] for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for row in cells:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
@@ -91,8 +101,8 @@ def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
     if values:
         # Read as data (the CLI's saver never rebuilds objects): an object shows as its
         # stored type name and fields, see _opaque.shown.
-        out["channel_values"] = shown(t.checkpoint["channel_values"])
-        out["channel_versions"] = shown(t.checkpoint["channel_versions"])
+        out["channel_values"] = shown(t.checkpoint.get("channel_values"))
+        out["channel_versions"] = shown(t.checkpoint.get("channel_versions"))
         out["pending_writes"] = [
             {"task_id": task, "channel": ch, "value": shown(v)}
             for task, ch, v in t.pending_writes or []
@@ -153,7 +163,7 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
 
 
 def _pretty(data: Any) -> str:
-    return json.dumps(data, indent=2, default=repr, ensure_ascii=False)
+    return as_json(data)
 
 
 def cmd_threads_delete(args: argparse.Namespace) -> int:
@@ -200,7 +210,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
                 )
                 print(f"plan: {what} of {len(infos)} thread(s)")
                 for t in infos:
-                    print(f"  {t.thread_id}: {t.checkpoints} checkpoints, {_size(t.bytes)}")
+                    print(f"  {cell(t.thread_id)}: {t.checkpoints} checkpoints, {_size(t.bytes)}")
 
             emit(args, plan, human)
             return 0
