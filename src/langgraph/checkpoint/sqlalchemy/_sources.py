@@ -15,7 +15,7 @@ import copy
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
@@ -336,10 +336,37 @@ def _engine(url: Any) -> Iterator[Engine]:
         engine.dispose()
 
 
-def _reflect(engine: Engine, names: Iterable[str]) -> dict[str, Table]:
+#: Columns :class:`Reader` reads from an official store's checkpoints and writes tables.
+_CHECKPOINT_COLUMNS = {"thread_id", "checkpoint_ns", "checkpoint_id"}
+_WRITE_COLUMNS = {
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "idx",
+    "channel",
+    "type",
+}
+
+
+def _reflect(engine: Engine, checkpoints: str, writes: str, value: str) -> dict[str, Table]:
+    """The official store's two tables, reflected.
+
+    Raises:
+        UnknownSourceError: A table lacks a column the official saver has (a database
+            with tables of those names that are something else).
+    """
     md = MetaData()
     with engine.connect() as conn:
-        return {n: Table(n, md, autoload_with=conn) for n in names}
+        tables = {n: Table(n, md, autoload_with=conn) for n in (checkpoints, writes)}
+    for name, needed in ((checkpoints, _CHECKPOINT_COLUMNS), (writes, {*_WRITE_COLUMNS, value})):
+        lacking = needed - set(tables[name].c.keys())
+        if lacking:
+            raise UnknownSourceError(
+                f"table {name} lacks the columns {', '.join(sorted(lacking))} of an official "
+                "checkpoint store: it is not one"
+            )
+    return tables
 
 
 def _detect(table_names: set[str], dialect: str, kind: SourceKind) -> str:
@@ -415,7 +442,7 @@ def open_saver(
                 check_same_thread=False,
             )
             try:
-                tables = _reflect(engine, ["checkpoints", "writes"])
+                tables = _reflect(engine, "checkpoints", "writes", "value")
                 yield Source(
                     SqliteSaver(conn),
                     "sqlite",
@@ -433,7 +460,7 @@ def open_saver(
             raise _missing_extra("langgraph-checkpoint-postgres", e) from e
         libpq = sync_url.set(drivername="postgresql").render_as_string(hide_password=False)
         with PostgresSaver.from_conn_string(libpq) as pg_saver:
-            tables = _reflect(engine, ["checkpoints", "checkpoint_writes"])
+            tables = _reflect(engine, "checkpoints", "checkpoint_writes", "blob")
             yield Source(
                 pg_saver,
                 "postgres",
