@@ -26,19 +26,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from . import _jsonl, _maintenance
-from ._codec import PendingWrite, namespace, thread
 from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
-from ._sources import Reader, SourceKind, batches, opaque_view, open_saver
+from ._sources import Reader, SourceKind, opaque_view, open_saver
 from ._sources import Source as Source  # what open_source yields (documented with this module)
+from ._writing import refuse_existing, source_errors, store, unfit, verify
 from .errors import (
-    CheckpointConfigError,
-    CheckpointDecodeError,
     ExportFormatError,
-    ThreadNotEmptyError,
     UnknownSourceError,
 )
 from .saver import SQLAlchemySaver
@@ -195,57 +191,6 @@ def open_source(
 # -- writing to our saver ---------------------------------------------------------------
 
 
-def _verify(
-    reader: Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
-) -> Mismatch | None:
-    """Check that every checkpoint of ``keys`` and each of its pending writes is in the
-    target, by key, 500 checkpoints at a time. Extra checkpoints or writes in the target
-    (a thread that moved on after an earlier copy) are fine."""
-    missing_checkpoints = missing_writes = 0
-    first = ""
-    for batch in batches(keys):
-        present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
-        source_writes = reader.write_keys(thread_id, batch)
-        lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
-        for key in batch:
-            absent = key not in present
-            missing_checkpoints += absent
-            if (absent or key in lacking) and not first:
-                first = f"{key[0]}/{key[1]}"
-        missing_writes += sum(max(0, n - target_writes[k]) for k, n in source_writes.items())
-    if missing_checkpoints or missing_writes:
-        return Mismatch(thread_id, len(keys), missing_checkpoints, missing_writes, first)
-    return None
-
-
-def _store(
-    target: SQLAlchemySaver,
-    thread_id: str,
-    checkpoint_ns: str,
-    parent_id: str | None,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    pending: Sequence[PendingWrite],
-) -> None:
-    """Store a checkpoint and its pending writes in one transaction, writes first
-    (:meth:`.SQLAlchemySaver.put_with_writes`).
-
-    ``new_versions`` is the checkpoint's channel versions of the channels it holds a
-    value for; blobs are first-write-wins, so values shared with the parent are not
-    duplicated. Writes keep their ``idx`` when the source gave it and are
-    first-write-wins, so storing them again is harmless.
-    """
-    parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-    if parent_id:
-        parent["checkpoint_id"] = parent_id
-    values = checkpoint.get("channel_values") or {}
-    new_versions = {
-        ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
-    }
-    config = cast(RunnableConfig, {"configurable": parent})
-    target.put_with_writes(config, checkpoint, metadata, new_versions, pending)
-
-
 # -- copy ---------------------------------------------------------------------------------
 
 
@@ -322,12 +267,12 @@ def copy_threads(
     writer = cast(SQLAlchemySaver, opaque_view(target)) if reader.opaque else target
     threads = _chosen_threads(reader, thread_ids)
     if not into_existing:
-        _refuse_existing(target, threads, "copied")
+        refuse_existing(target, threads, "copied")
     report = CopyReport()
     handled = 0
     for thread_id in threads:
         keys = reader.keys(thread_id)
-        reason = _unfit(thread_id, keys)
+        reason = unfit(thread_id, keys)
         if reason is not None:
             report.refused.append(Refused(thread_id, reason))
             continue
@@ -337,67 +282,20 @@ def copy_threads(
             if (ns, checkpoint_id) in existing:
                 report.checkpoints_skipped += 1
             else:
-                with _source_errors(thread_id, ns, checkpoint_id):
+                with source_errors(thread_id, ns, checkpoint_id):
                     tup, pending = reader.read(thread_id, ns, checkpoint_id)
                     parent = (tup.parent_config or {}).get("configurable", {})
                     parent_id = parent.get("checkpoint_id")
-                    _store(writer, thread_id, ns, parent_id, tup.checkpoint, tup.metadata, pending)
+                    store(writer, thread_id, ns, parent_id, tup.checkpoint, tup.metadata, pending)
                 report.checkpoints_copied += 1
                 report.writes_copied += len(pending)
             handled += 1
             if progress is not None:
                 progress(handled)
-        mismatch = _verify(reader, target, thread_id, keys)
-        if mismatch is not None:
-            report.mismatches.append(mismatch)
+        missing = verify(reader, target, thread_id, keys)
+        if missing is not None:
+            report.mismatches.append(Mismatch(thread_id, len(keys), *missing))
     return report
-
-
-def _refuse_existing(target: SQLAlchemySaver, thread_ids: Sequence[str], done: str) -> None:
-    """Refuse, before anything is written, threads that already have checkpoints in
-    ``target``.
-
-    Raises:
-        ThreadNotEmptyError: Some do; the message names up to 10 and the way out.
-    """
-    new = set(missing_threads(target, list(thread_ids)))
-    existing = [t for t in thread_ids if t not in new]
-    if existing:
-        more = ", ..." if len(existing) > 10 else ""
-        raise ThreadNotEmptyError(
-            f"{len(existing)} thread(s) already have checkpoints in the target "
-            f"({', '.join(map(repr, existing[:10]))}{more}): nothing was {done}. Pass "
-            "into_existing=True (CLI: --into-existing) to add checkpoints to them "
-            "(re-running an interrupted run), or choose other threads (thread_ids=..., "
-            "CLI: --thread)."
-        )
-
-
-@contextmanager
-def _source_errors(thread_id: str, ns: str, checkpoint_id: str) -> Iterator[None]:
-    """A source checkpoint that cannot be read or stored as it is becomes a
-    ``CheckpointDecodeError`` naming it (a damaged or forged source row), not a raw
-    error from deep inside a serializer or an official saver."""
-    try:
-        yield
-    except (CheckpointDecodeError, CheckpointConfigError, ConnectionError):
-        raise
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError, LookupError) as e:
-        raise CheckpointDecodeError(
-            thread_id, ns, checkpoint_id, "source", f"{type(e).__name__}: {e}"
-        ) from e
-
-
-def _unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
-    """Why our tables cannot hold a thread with these ids (the saver's own checks on
-    thread ids and namespaces), or None."""
-    try:
-        thread(thread_id)
-        for ns in {ns for ns, _ in keys}:
-            namespace(ns)
-    except CheckpointConfigError as e:
-        return str(e)
-    return None
 
 
 # -- export / import ------------------------------------------------------------------------
@@ -433,7 +331,7 @@ def export_threads(
     fp.write(_jsonl.header_line())
     for thread_id in threads:
         for ns, checkpoint_id in reader.keys(thread_id):
-            with _source_errors(thread_id, ns, checkpoint_id):
+            with source_errors(thread_id, ns, checkpoint_id):
                 tup, pending = reader.read(thread_id, ns, checkpoint_id)
                 line = _jsonl.record_line(serde, thread_id, ns, checkpoint_id, tup, pending)
             fp.write(line)
@@ -511,7 +409,7 @@ def import_threads(
             raise LookupError(f"not in the file: {', '.join(map(repr, absent))}")
         plan = {t: plan[t] for t in wanted}
     if not into_existing:
-        _refuse_existing(saver, list(plan), "imported")
+        refuse_existing(saver, list(plan), "imported")
     writer = cast(SQLAlchemySaver, opaque_view(saver))
     lines = _jsonl.text_lines(fp)
     next(lines, None)  # the header, checked by import_plan
@@ -528,8 +426,8 @@ def import_threads(
         if (ns, checkpoint_id) in existing_keys[thread_id]:
             report.checkpoints_skipped += 1
             continue
-        with _source_errors(thread_id, ns, checkpoint_id):
-            _store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
+        with source_errors(thread_id, ns, checkpoint_id):
+            store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
         existing_keys[thread_id].add((ns, checkpoint_id))
         report.checkpoints_imported += 1
         report.writes_imported += len(pending)

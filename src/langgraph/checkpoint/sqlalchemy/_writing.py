@@ -1,0 +1,125 @@
+"""Writing what :mod:`.transfer` reads into our saver: one checkpoint with its writes in
+one transaction, the checks made before anything is written (threads the target has,
+ids our tables cannot hold), the typed error of a source row that cannot be moved, and
+the verification of a copied thread by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
+
+from . import _maintenance
+from ._codec import PendingWrite, namespace, thread
+from ._sources import Reader, batches
+from .errors import CheckpointConfigError, CheckpointDecodeError, ThreadNotEmptyError
+from .saver import SQLAlchemySaver
+
+__all__ = ["refuse_existing", "source_errors", "store", "unfit", "verify"]
+
+
+def verify(
+    reader: Reader, target: SQLAlchemySaver, thread_id: str, keys: Sequence[tuple[str, str]]
+) -> tuple[int, int, str] | None:
+    """Check that every checkpoint of ``keys`` and each of its pending writes is in the
+    target, by key, 500 checkpoints at a time. Extra checkpoints or writes in the target
+    (a thread that moved on after an earlier copy) are fine.
+
+    Returns:
+        None when all are there, else ``(missing checkpoints, missing writes, first
+        "checkpoint_ns/checkpoint_id" missing or missing a write)``.
+    """
+    missing_checkpoints = missing_writes = 0
+    first = ""
+    for batch in batches(keys):
+        present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
+        source_writes = reader.write_keys(thread_id, batch)
+        lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
+        for key in batch:
+            absent = key not in present
+            missing_checkpoints += absent
+            if (absent or key in lacking) and not first:
+                first = f"{key[0]}/{key[1]}"
+        missing_writes += sum(max(0, n - target_writes[k]) for k, n in source_writes.items())
+    if missing_checkpoints or missing_writes:
+        return missing_checkpoints, missing_writes, first
+    return None
+
+
+def store(
+    target: SQLAlchemySaver,
+    thread_id: str,
+    checkpoint_ns: str,
+    parent_id: str | None,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    pending: Sequence[PendingWrite],
+) -> None:
+    """Store a checkpoint and its pending writes in one transaction, writes first
+    (:meth:`.SQLAlchemySaver.put_with_writes`).
+
+    ``new_versions`` is the checkpoint's channel versions of the channels it holds a
+    value for; blobs are first-write-wins, so values shared with the parent are not
+    duplicated. Writes keep their ``idx`` when the source gave it and are
+    first-write-wins, so storing them again is harmless.
+    """
+    parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if parent_id:
+        parent["checkpoint_id"] = parent_id
+    values = checkpoint.get("channel_values") or {}
+    new_versions = {
+        ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
+    }
+    config = cast(RunnableConfig, {"configurable": parent})
+    target.put_with_writes(config, checkpoint, metadata, new_versions, pending)
+
+
+def refuse_existing(target: SQLAlchemySaver, thread_ids: Sequence[str], done: str) -> None:
+    """Refuse, before anything is written, threads that already have checkpoints in
+    ``target``.
+
+    Raises:
+        ThreadNotEmptyError: Some do; the message names up to 10 and the way out.
+    """
+    new = set(Reader(target).missing([str(t) for t in thread_ids]))
+    existing = [t for t in thread_ids if t not in new]
+    if existing:
+        more = ", ..." if len(existing) > 10 else ""
+        raise ThreadNotEmptyError(
+            f"{len(existing)} thread(s) already have checkpoints in the target "
+            f"({', '.join(map(repr, existing[:10]))}{more}): nothing was {done}. Pass "
+            "into_existing=True (CLI: --into-existing) to add checkpoints to them "
+            "(re-running an interrupted run), or choose other threads (thread_ids=..., "
+            "CLI: --thread)."
+        )
+
+
+@contextmanager
+def source_errors(thread_id: str, ns: str, checkpoint_id: str) -> Iterator[None]:
+    """A source checkpoint that cannot be read or stored as it is becomes a
+    ``CheckpointDecodeError`` naming it (a damaged or forged source row), not a raw
+    error from deep inside a serializer or an official saver."""
+    try:
+        yield
+    except (CheckpointDecodeError, CheckpointConfigError, ConnectionError):
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError, LookupError) as e:
+        raise CheckpointDecodeError(
+            thread_id, ns, checkpoint_id, "source", f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def unfit(thread_id: str, keys: Sequence[tuple[str, str]]) -> str | None:
+    """Why our tables cannot hold a thread with these ids (the saver's own checks on
+    thread ids and namespaces), or None."""
+    try:
+        thread(thread_id)
+        for ns in {ns for ns, _ in keys}:
+            namespace(ns)
+    except CheckpointConfigError as e:
+        return str(e)
+    return None
