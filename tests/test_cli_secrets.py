@@ -283,6 +283,7 @@ def _seed(url: str) -> None:
 
 
 @pytest.mark.parametrize("backend", [b for b in ("sqlite-file", "postgres") if b in BACKENDS])
+@pytest.mark.filterwarnings("ignore:Query string argument:sqlalchemy.exc.SAWarning")
 def test_succeeding_commands_show_no_secret(
     backend: str,
     files: Files,

@@ -94,7 +94,8 @@ def refuse_existing(target: SQLAlchemySaver, thread_ids: Sequence[str], done: st
             f"({', '.join(map(repr, existing[:10]))}{more}): nothing was {done}. Pass "
             "into_existing=True (CLI: --into-existing) to add checkpoints to them "
             "(re-running an interrupted run), or choose other threads (thread_ids=..., "
-            "CLI: --thread)."
+            "CLI: --thread).",
+            existing,
         )
 
 

@@ -8,6 +8,8 @@ two of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceErr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "CheckpointClockSkewError",
     "CheckpointConfigError",
@@ -92,11 +94,19 @@ class SchemaOutOfDateError(RuntimeError):
 
 
 class ThreadNotEmptyError(ValueError):
-    """``copy_thread`` onto a thread that already has checkpoints.
+    """``copy_thread`` onto a thread that already has checkpoints, or ``copy_threads`` /
+    ``import_threads`` into threads that have some, without ``into_existing``.
 
     Copying would mix two histories under one thread id. Delete the target thread first
     (``delete_thread``) or copy to a new thread id. Nothing was written.
+
+    Attributes:
+        thread_ids: The threads that already have checkpoints (when known).
     """
+
+    def __init__(self, message: str, thread_ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.thread_ids = list(thread_ids)
 
 
 class CheckpointHistoryError(RuntimeError):

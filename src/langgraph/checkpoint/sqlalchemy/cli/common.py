@@ -223,12 +223,16 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
     except errors.DriverNotInstalledError as e:  # the URL is fine: a package is missing
         raise CommandError(f"{masked(url)} ({option}): {_end(e)}", 2) from e
     except (ValueError, ArgumentError) as e:
-        raise CommandError(
-            f"bad database URL {masked(url)!r} ({option}): {_end(e)} Valid forms: "
-            "sqlite:///relative.db, sqlite:////abs/path.db, a file path, :memory:, "
-            "postgresql://USER@HOST/DBNAME, mysql://USER@HOST/DBNAME",
-            2,
-        ) from e
+        why = _end(e)
+        forms = (
+            ""
+            if "valid forms" in why.lower()
+            else (
+                " Valid forms: sqlite:///relative.db, sqlite:////abs/path.db, a file path, "
+                ":memory:, postgresql://USER@HOST/DBNAME, mysql://USER@HOST/DBNAME"
+            )
+        )
+        raise CommandError(f"bad database URL {masked(url)!r} ({option}): {why}{forms}", 2) from e
 
 
 def _database_file(url: str, option: str) -> str | None:

@@ -89,6 +89,17 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
+def _existing(e: ThreadNotEmptyError, target: str, done: str) -> CommandError:
+    """The refusal of threads the target already has, in the command line's words."""
+    names = ", ".join(map(repr, e.thread_ids[:10])) + (", ..." if len(e.thread_ids) > 10 else "")
+    return CommandError(
+        f"{len(e.thread_ids)} thread(s) already have checkpoints in {masked(target)}: "
+        f"{names}; nothing was {done}. Add --into-existing to write into them (re-running "
+        "an interrupted run), or name the others with --thread",
+        1,
+    )
+
+
 @contextmanager
 def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
     if not enabled:
@@ -133,14 +144,14 @@ def cmd_copy(args: argparse.Namespace) -> int:
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise CommandError(str(e), 1) from None
+        raise _existing(e, args.target, "copied") from None
     except SchemaOutOfDateError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 1) from e
 
     def human() -> None:
         print(
             f"copied {report.checkpoints_copied} checkpoints ({report.writes_copied} pending "
-            f"writes) of {report.threads} threads, skipped {report.checkpoints_skipped} "
+            f"writes) of {report.threads} thread(s), skipped {report.checkpoints_skipped} "
             "already present"
         )
         for m in report.mismatches:
@@ -218,7 +229,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except transfer.ExportFormatError as e:
         raise CommandError(f"{args.file}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise CommandError(str(e), 1) from None
+        raise _existing(e, args.url_in_use, "imported") from None
     except LookupError as e:
         raise CommandError(f"{args.file}: {e.args[0]}", 1) from None
     except ConnectionError:
@@ -232,7 +243,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         lambda: print(
             f"threads: {', '.join(map(repr, report.thread_ids)) or 'none'}\n"
             f"imported {report.checkpoints_imported} checkpoints ({report.writes_imported} "
-            f"pending writes) of {report.threads} threads, skipped "
+            f"pending writes) of {report.threads} thread(s), skipped "
             f"{report.checkpoints_skipped} already present"
         ),
     )

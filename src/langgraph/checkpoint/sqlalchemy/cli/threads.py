@@ -69,7 +69,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
             print("no threads")
             return
         _table(
-            ["THREAD", "CHECKPOINTS", "NAMESPACES", "SIZE", "LAST ACTIVITY"],
+            ["THREAD", "CHECKPOINTS", "NAMESPACES", "SIZE", "LAST ACTIVITY (UTC)"],
             [
                 (
                     t.thread_id,
@@ -139,11 +139,15 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
             for t in saver.list({"configurable": configurable}, limit=args.limit)
         ]
     if not history:
-        raise CommandError(f"thread {args.thread!r} has no checkpoints", 1)
+        raise CommandError(
+            f"thread {args.thread!r} has no checkpoints. List the threads with: "
+            "langgraph-checkpoint-sqlalchemy threads list",
+            1,
+        )
 
     def human() -> None:
         _table(
-            ["CHECKPOINT", "NS", "CREATED", "SOURCE", "STEP", "WRITES", "PARENT"],
+            ["CHECKPOINT", "NS", "CREATED (UTC)", "SOURCE", "STEP", "WRITES", "PARENT"],
             [
                 (
                     h["checkpoint_id"],
