@@ -16,7 +16,7 @@ import logging
 import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, cast
 
@@ -39,6 +39,7 @@ from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
 from ._canonical import MAX_FILTER_KEYS, TooDeepError, canonical_json
 from ._damage import write_damage
 from ._valuecache import ValueCache
+from .dialects import QueryBuilder
 from .errors import (
     CheckpointClockSkewError,
     CheckpointConfigError,
@@ -756,7 +757,7 @@ class Codec:
             CheckpointConfigError: A config without ``thread_id`` or with bad ids.
             CheckpointMetadataError: A filter that is not a dict of JSON values.
         """
-        where = _thread_where(config) if config is not None else []
+        where, order = _thread_where(config, self.st.qb) if config is not None else ([], ())
         if before is not None:
             before_id = text_id(
                 configurable(before).get("checkpoint_id"),
@@ -766,8 +767,8 @@ class Codec:
             )
             where.append(checkpoints.c.checkpoint_id < before_id)
         if filter:
-            return self._filtered(where, filter)
-        return _listing.ListQuery(tuple(where))
+            return replace(self._filtered(where, filter), order=order)
+        return _listing.ListQuery(tuple(where), order=order)
 
     def _filtered(
         self, where: list[ColumnElement[bool]], filter: dict[str, Any]
@@ -801,21 +802,29 @@ class Codec:
         return _listing.ListQuery(tuple(where), tuple(json_filters))
 
 
-def _thread_where(config: RunnableConfig) -> list[ColumnElement[bool]]:
-    """Conditions of a ``list()`` config: its thread, namespace and checkpoint."""
+def _thread_where(
+    config: RunnableConfig, qb: QueryBuilder
+) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
+    """Conditions of a ``list()`` config (its thread, namespace and checkpoint) and, when
+    it names one namespace, the order the dialect lists one namespace in (else ``()``:
+    the listing's default order)."""
     where: list[ColumnElement[bool]] = []
+    order: tuple[Any, ...] = ()
     c = configurable(config)
-    thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
-    where.append(checkpoints.c.thread_id == thread_id)
-    if stored_full(cast(str, thread_id)) is not None:
-        # A digest key is never trusted alone: the text must match too.
-        where.append(checkpoints.c.thread_id_full == thread_id)
+    thread_id = cast(
+        str, text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    )
     if c.get("checkpoint_ns") is not None:
         ns = namespace(c["checkpoint_ns"])
-        where.append(checkpoints.c.checkpoint_ns == ns)
+        where, order = qb.one_namespace(checkpoints, thread_id, ns)
         if stored_full(ns) is not None:
             where.append(checkpoints.c.checkpoint_ns_full == ns)
+    else:
+        where.append(checkpoints.c.thread_id == thread_id)
+    if stored_full(thread_id) is not None:
+        # A digest key is never trusted alone: the text must match too.
+        where.append(checkpoints.c.thread_id_full == thread_id)
     checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
     if checkpoint_id:
         where.append(checkpoints.c.checkpoint_id == checkpoint_id)
-    return where
+    return where, order

@@ -30,22 +30,31 @@ __all__ = ["ListQuery", "list_page"]
 class ListQuery:
     """What one ``list()`` call asks for, turned into SQL conditions once.
 
+    Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns`` descending, or,
+    when ``where`` fixes one thread and namespace, in the dialect's ``order`` for that
+    (:meth:`.QueryBuilder.one_namespace`): the same rows in the same order, spelled so
+    that a backward scan of the primary key serves the listing whatever the planner's
+    statistics (with stale ones PostgreSQL walked the checkpoint-id index across every
+    thread instead).
+
     Attributes:
         where: Conditions on the checkpoints table (thread, namespace, before).
         filters: Metadata equality filters ``(key, JSON value)``, checked already; made
             into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
-            Rows come newest first: ``checkpoint_id, thread_id, checkpoint_ns``
-            descending.
+        order: ``ORDER BY`` columns (descending) when ``where`` holds one thread and one
+            namespace, else empty (the default order).
     """
 
     where: tuple[ColumnElement[bool], ...]
     filters: tuple[tuple[str, Any], ...] = ()
+    order: tuple[Any, ...] = ()
 
 
 def _page_select(
     conn: Connection, st: Statements, query: ListQuery, cursor: CheckpointKey | None, size: int
 ) -> Select[Any]:
-    order = (checkpoints.c.checkpoint_id, checkpoints.c.thread_id, checkpoints.c.checkpoint_ns)
+    c = checkpoints.c
+    order = query.order or (c.checkpoint_id, c.thread_id, c.checkpoint_ns)
     stmt = select(*CHECKPOINT_COLUMNS).where(
         *query.where,
         *(
@@ -53,7 +62,10 @@ def _page_select(
             for key, value in query.filters
         ),
     )
-    if cursor is not None:
+    if cursor is not None and query.order:
+        # Keyset pagination, thread and namespace fixed: older ids than the last row's.
+        stmt = stmt.where(c.checkpoint_id < cursor[2])
+    elif cursor is not None:
         # Keyset pagination: strictly after the last row of the previous page.
         stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
     return stmt.order_by(*(c.desc() for c in order)).limit(size)

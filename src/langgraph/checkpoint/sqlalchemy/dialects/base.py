@@ -234,6 +234,21 @@ class QueryBuilder(LeaseRows, ABC):
         """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
         return {"keys": [tuple(k) for k in keys]}
 
+    def one_namespace(
+        self, table: Table, thread_id: str, checkpoint_ns: str
+    ) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
+        """Conditions selecting one thread and namespace of ``table`` (the checkpoints
+        table), and the ``ORDER BY`` columns (descending) that list them newest first,
+        spelled so that a backward scan of the primary key serves the listing whatever
+        the planner's statistics (``list(thread, limit=10)``).
+
+        Default: both columns equal to their value, ordered by ``checkpoint_id``: SQLite
+        and MariaDB read the key's range for the equal prefix backwards (``EXPLAIN``: no
+        sort, no other index).
+        """
+        c = table.c
+        return [c.thread_id == thread_id, c.checkpoint_ns == checkpoint_ns], (c.checkpoint_id,)
+
     def rows_before(self, columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
         """Condition: ``columns`` sort strictly before ``values`` (keyset pagination of
         ``list()``, newest first).

@@ -94,6 +94,17 @@ class PostgreSQLQueryBuilder(QueryBuilder):
             .limit(1)
         )
 
+    def one_namespace(
+        self, table: Table, thread_id: str, checkpoint_ns: str
+    ) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
+        """As :meth:`newest_first`: the thread as a range of one value, ordered by
+        ``thread_id, checkpoint_id``, an order only the primary key gives (with plain
+        equality and stale statistics PostgreSQL walked the global checkpoint-id index
+        across every thread: 925 buffers against 5 for ``list(thread, limit=10)``)."""
+        c = table.c
+        where = [c.thread_id >= thread_id, c.thread_id <= thread_id]
+        return [*where, c.checkpoint_ns == checkpoint_ns], (c.thread_id, c.checkpoint_id)
+
     def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
         """``(a, b) IN (SELECT * FROM unnest(?, ?))`` with one array a column: planning a
         long row-value IN list costs PostgreSQL ~130 ms for 500 keys, the unnest ~6 ms all

@@ -1,0 +1,113 @@
+"""Plans that do not depend on luck: a per-thread listing is served by the primary key,
+read from the database's own ``EXPLAIN`` right after a bulk load, before any ``ANALYZE``.
+
+Issue 16 measured PostgreSQL with stale statistics walking ``ix_lgsa_checkpoints_
+checkpoint_id`` backwards across every thread (925 buffers against 5) for
+``list(thread, limit=10)``. The listing of one thread and namespace is now ordered by
+the primary key's own columns, which a backward scan of the key serves whatever the
+statistics; these tests fail if the plan reads another index, scans the table or sorts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Connection, insert
+
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._listing import _page_select
+from langgraph.checkpoint.sqlalchemy.schema import checkpoints
+
+from .test_forged import raw
+from .test_hostile import cfg
+
+THREADS, PER_THREAD = 400, 25  # 10,000 checkpoints: small enough for CI
+
+
+def bulk_load(saver: SQLAlchemySaver) -> None:
+    """10,000 checkpoint rows in 400 threads, inserted behind the saver's back (no
+    ANALYZE: the statistics are whatever a fresh table has)."""
+    rows = [
+        {
+            "thread_id": f"t{t:04}",
+            "checkpoint_ns": "",
+            "checkpoint_id": f"1f000000-0000-6000-8000-{t * PER_THREAD + i:012}",
+            "parent_checkpoint_id": None,
+            "type": "msgpack",
+            "checkpoint": b"\x80",
+            "metadata": {"step": i, "source": "loop"},
+            "value_versions": {},
+            "source": '"loop"',
+            "step": i,
+        }
+        for t in range(THREADS)
+        for i in range(PER_THREAD)
+    ]
+    with raw(saver) as conn:
+        for start in range(0, len(rows), 1000):
+            conn.execute(insert(checkpoints), rows[start : start + 1000])
+
+
+def explain(conn: Connection, saver: SQLAlchemySaver, stmt: Any) -> list[str]:
+    """The plan of ``stmt`` as lines of text, from the dialect's own EXPLAIN."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    params: Any = compiled.params
+    if compiled.positional:
+        params = tuple(compiled.params[k] for k in compiled.positiontup or ())
+    sql = str(compiled)
+    name = conn.dialect.name
+    if name == "postgresql":
+        if saver.schema:
+            conn.exec_driver_sql(f'SET LOCAL search_path TO "{saver.schema}"')
+        (plan,) = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + sql, params).one()
+        plan = plan if isinstance(plan, list) else json.loads(plan)
+        lines: list[str] = []
+
+        def walk(node: dict[str, Any]) -> None:
+            index, relation = node.get("Index Name", ""), node.get("Relation Name", "")
+            lines.append(f"{node['Node Type']} {index} {relation}")
+            for child in node.get("Plans", []):
+                walk(child)
+
+        walk(plan[0]["Plan"])
+        return lines
+    if name == "sqlite":
+        return [str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)]
+    if saver.schema:  # the test's own database, named through schema translation
+        conn.exec_driver_sql(f"USE `{saver.schema}`")
+    result = conn.exec_driver_sql("EXPLAIN " + sql, params).mappings().all()
+    return [f"{r['table']} key={r['key']} type={r['type']} extra={r['Extra']}" for r in result]
+
+
+def test_list_of_one_thread_is_served_by_the_primary_key(saver: SQLAlchemySaver) -> None:
+    bulk_load(saver)
+    query = saver._codec.list_query(cfg("t0123"), None, None)
+    assert query.order  # one thread and namespace: the dialect's key order
+    with raw(saver) as conn:
+        plan = explain(conn, saver, _page_select(conn, saver._st, query, None, 10))
+        listed = list(saver.list(cfg("t0123"), limit=10))
+    text = "\n".join(plan)
+    assert "ix_lgsa_checkpoints_checkpoint_id" not in text, text
+    assert "Seq Scan" not in text and "Sort" not in text, text  # PostgreSQL
+    assert "TEMP B-TREE" not in text and "SCAN lgsa_checkpoints\n" not in text + "\n", text
+    assert "filesort" not in text, text  # MySQL/MariaDB
+    assert any(k in text for k in ("pk_lgsa_checkpoints", "PRIMARY", "sqlite_autoindex")), text
+    ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
+    assert ids == sorted(ids, reverse=True) and len(ids) == 10
+    assert all(t.config["configurable"]["thread_id"] == "t0123" for t in listed)
+
+
+def test_pages_of_one_thread_follow_the_key(saver: SQLAlchemySaver) -> None:
+    """Keyset pages in key order give every checkpoint of the thread once, newest first."""
+    bulk_load(saver)
+    from langgraph.checkpoint.sqlalchemy import saver as saver_module
+
+    old = saver_module.LIST_PAGE_SIZE
+    saver_module.LIST_PAGE_SIZE = 7  # several pages for 25 checkpoints
+    try:
+        listed = list(saver.list(cfg("t0007")))
+    finally:
+        saver_module.LIST_PAGE_SIZE = old
+    ids = [t.config["configurable"]["checkpoint_id"] for t in listed]
+    assert len(ids) == PER_THREAD and ids == sorted(set(ids), reverse=True)
