@@ -49,3 +49,15 @@ def test_cli_output_shows_no_secret(backend: str, capsys: pytest.CaptureFixture[
         out, err = capsys.readouterr()
         assert code == 1, (argv, out, err)
         assert SECRET not in out + err, argv
+
+
+def test_open_source_errors_show_no_secret() -> None:
+    """``transfer.open_source`` quoted the URL it refuses as given."""
+    from langgraph.checkpoint.sqlalchemy.transfer import UnknownSourceError, open_source
+
+    with (
+        pytest.raises(UnknownSourceError) as caught,
+        open_source(f"sqlite:///:memory:?password={SECRET}"),
+    ):
+        pass
+    assert SECRET not in str(caught.value) and "***" in str(caught.value)

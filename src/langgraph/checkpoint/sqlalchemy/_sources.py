@@ -41,6 +41,7 @@ from sqlalchemy.pool import NullPool
 
 from . import _maintenance
 from ._codec import PendingWrite, checkpoint_config
+from ._display import masked_text
 from ._engines import resolve_urls
 from ._opaque import OpaqueSerializer, cipher_of
 from .errors import UnknownSourceError
@@ -417,7 +418,9 @@ def open_saver(
     if sync_url.get_backend_name() == "sqlite":
         path = sync_url.database or ""
         if not path or path == ":memory:" or path.startswith("file:"):
-            raise UnknownSourceError(f"{url!r}: give the path of an existing SQLite file.")
+            raise UnknownSourceError(
+                f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
+            )
         if not os.path.isfile(path):
             raise UnknownSourceError(f"no such SQLite file: {path}")
         # Read-only, so that opening a file that is not a checkpoint store creates nothing.
