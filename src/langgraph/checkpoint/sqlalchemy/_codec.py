@@ -56,6 +56,7 @@ from .schema import (
     promoted_step,
     run_key,
     stored_full,
+    utf8_encodable,
 )
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
@@ -103,13 +104,11 @@ def check_text(text: str, name: str) -> str:
             f"config['configurable']['{name}'] contains a NUL character, which databases "
             "cannot store in text columns; remove it."
         )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not utf8_encodable(text):
         raise CheckpointConfigError(
             f"config['configurable']['{name}'] is not valid Unicode (it holds a lone "
             "surrogate); pass a proper string."
-        ) from None
+        )
     return text
 
 
@@ -571,13 +570,12 @@ class Codec:
     def pending_delta_channels(self, row: Any) -> Sequence[str]:
         """DeltaChannel channels a checkpoint row versions but holds no value for: the
         ones LangGraph rebuilds from history. DeltaChannels leave their update counters
-        in ``metadata["counters_since_delta_snapshot"]``."""
-        metadata = row.metadata if isinstance(row.metadata, dict) else {}
-        counters = metadata.get("counters_since_delta_snapshot") or {}
-        held = row.value_versions if isinstance(row.value_versions, dict) else {}
+        in ``metadata["counters_since_delta_snapshot"]``. The row's ``metadata`` and
+        ``value_versions`` are checked by the caller (:func:`._maintenance.prune_keep_latest`)."""
+        counters = row.metadata.get("counters_since_delta_snapshot") or {}
         if not isinstance(counters, dict):
             return []
-        missing = [ch for ch in counters if isinstance(ch, str) and ch not in held]
+        missing = [ch for ch in counters if ch not in row.value_versions]
         if not missing:
             return []
         # Only the channel versions are needed: read as data, no object rebuilt (a

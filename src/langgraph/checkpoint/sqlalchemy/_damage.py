@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .schema import Undecodable
+from .schema import Undecodable, utf8_encodable
 
 __all__ = ["checked_versions", "row_damage", "sane_text", "write_damage"]
 
@@ -21,15 +21,7 @@ __all__ = ["checked_versions", "row_damage", "sane_text", "write_damage"]
 def sane_text(value: object) -> bool:
     """Whether ``value`` is text the databases can store and bind again: a ``str``
     without NUL or lone surrogate (what a forged row's bytes read back as)."""
-    if not isinstance(value, str) or "\x00" in value:
-        return False
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return isinstance(value, str) and "\x00" not in value and utf8_encodable(value)
 
 
 def _all_sane(texts: Any) -> bool:

@@ -109,14 +109,6 @@ class OpaqueSerializer(SerializerProtocol):
     def __init__(self, cipher: CipherProtocol | None = None) -> None:
         self.cipher = cipher
 
-    def dumps(self, obj: Any) -> bytes:
-        """Msgpack bytes of plain data (with :class:`Kept` extensions)."""
-        return pack(obj)
-
-    def loads(self, data: bytes) -> Any:
-        """Plain data of msgpack bytes (extensions as :class:`Kept`)."""
-        return unpack(data)
-
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         """``(type, bytes)`` as ``JsonPlusSerializer`` writes plain data; a
         :class:`Stored` as it was; encrypted when the serializer has a cipher.

@@ -88,6 +88,7 @@ __all__ = [
     "read_json",
     "run_key",
     "stored_full",
+    "utf8_encodable",
     "writes",
 ]
 
@@ -127,7 +128,11 @@ BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"
 JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
-def _encodable(text: str) -> bool:
+def utf8_encodable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: no lone surrogate (what databases refuse, and
+    what a forged row's non-UTF-8 bytes read back as)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -150,7 +155,7 @@ class _Utf8Text(TypeDecorator[str]):
             return value
         if dialect.name in ("mysql", "mariadb"):
             return value.encode("utf-8", "surrogateescape")
-        if not value.isascii() and not _encodable(value):
+        if not utf8_encodable(value):
             return value.encode("utf-8", "surrogateescape")
         return value
 

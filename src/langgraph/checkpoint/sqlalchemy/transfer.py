@@ -415,8 +415,9 @@ def import_threads(
     next(lines, None)  # the header, checked by import_plan
     report = ImportReport(thread_ids=list(plan))
     existing_keys: dict[str, set[tuple[str, str]]] = {}
+    chosen = thread_ids is not None  # else every line's thread is in the plan
     for line, number in lines:
-        if not line.strip() or _jsonl.record_thread(line, number) not in plan:
+        if not line.strip() or (chosen and _jsonl.record_thread(line, number) not in plan):
             continue
         record = _jsonl.parse_record(writer.serde, line, number)
         thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = record

@@ -172,18 +172,10 @@ class QueryBuilder(LeaseRows, ABC):
         and namespace, bound as ``thread_id`` and ``checkpoint_ns``, newest checkpoint
         first, one row: the read of ``get_tuple`` without a checkpoint id.
 
-        Default: both columns equal to their parameter, ``ORDER BY checkpoint_id DESC
-        LIMIT 1`` (the primary key's order within the namespace).
+        The conditions and order of :meth:`one_namespace`, bound, ``LIMIT 1``.
         """
-        c = table.c
-        return (
-            stmt.where(
-                c.thread_id == bindparam("thread_id"),
-                c.checkpoint_ns == bindparam("checkpoint_ns"),
-            )
-            .order_by(c.checkpoint_id.desc())
-            .limit(1)
-        )
+        where, order = self.one_namespace(table, bindparam("thread_id"), bindparam("checkpoint_ns"))
+        return stmt.where(*where).order_by(*(c.desc() for c in order)).limit(1)
 
     def combine_writes(self, main: Any, *others: Any) -> Any:
         """One statement running ``others`` (INSERT/DELETE constructs) in its ``WITH``
@@ -235,12 +227,13 @@ class QueryBuilder(LeaseRows, ABC):
         return {"keys": [tuple(k) for k in keys]}
 
     def one_namespace(
-        self, table: Table, thread_id: str, checkpoint_ns: str
+        self, table: Table, thread_id: Any, checkpoint_ns: Any
     ) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
         """Conditions selecting one thread and namespace of ``table`` (the checkpoints
         table), and the ``ORDER BY`` columns (descending) that list them newest first,
-        spelled so that a backward scan of the primary key serves the listing whatever
-        the planner's statistics (``list(thread, limit=10)``).
+        spelled so that a backward scan of the primary key serves the read whatever the
+        planner's statistics (``get_tuple`` of the latest, ``list(thread, limit=10)``).
+        ``thread_id`` and ``checkpoint_ns`` are values or bound parameters.
 
         Default: both columns equal to their value, ordered by ``checkpoint_id``: SQLite
         and MariaDB read the key's range for the equal prefix backwards (``EXPLAIN``: no
