@@ -53,13 +53,14 @@ from sqlalchemy.sql.selectable import Alias, FromClause, Join, Select
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _codec, _history, _ops, _plans
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
-from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
+from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, metadata_index, writes
 
 from .checkpoints import next_checkpoint
 
 # lgsa_locks is left out on purpose: its key is a digest of the thread (a lease name), see
-# docs/deployments.md (Citus: a reference table, or distributed by name).
-OURS: tuple[Table, ...] = (checkpoints, blobs, writes)
+# docs/deployments.md (Citus: a reference table, or distributed by name); so is
+# lgsa_metadata_keys, a list of key names.
+OURS: tuple[Table, ...] = (checkpoints, blobs, writes, metadata_index)
 OUR_NAMES = tuple(t.name for t in OURS)
 
 #: Dialect name -> an (unconnected) dialect of a driver the saver uses.

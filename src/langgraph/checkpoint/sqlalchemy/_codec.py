@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from sqlalchemy.sql.elements import ColumnElement
 
-from . import _history, _inline, _listing, _maintenance, _opaque, _ops, _strict
+from . import _history, _inline, _listing, _maintenance, _metaindex, _opaque, _ops, _strict
 from ._canonical import MAX_FILTER_KEYS, TooDeepError, canonical_json
 from ._damage import write_damage
 from ._valuecache import ValueCache
@@ -406,6 +406,8 @@ class Codec:
         strict: Decode with :mod:`._strict` (the saver's ``strict_decode``).
         config_metadata: Which config keys ``put`` copies into the stored metadata (the
             saver's ``config_metadata``, see :func:`config_metadata_keys`).
+        index_keys: Metadata keys ``put`` writes index rows for, where the dialect keeps
+            them (the saver's ``metadata_index_keys``, see :mod:`._metaindex`).
 
     Attributes:
         values: The bytes of values serialised by earlier puts, so that an unchanged
@@ -420,12 +422,16 @@ class Codec:
         inline_limit: int,
         strict: bool,
         config_metadata: ConfigMetadata = True,
+        index_keys: tuple[str, ...] = _metaindex.DEFAULT_KEYS,
     ) -> None:
         self.serde = serde
         self.st = st
         self.inline_limit = inline_limit
         self.strict = strict
         self.config_metadata = config_metadata
+        self.index_keys = index_keys
+        # Where the dialect keeps index rows: the keys put writes them for.
+        self._row_keys = index_keys if st.qb.metadata_index_rows else ()
         self.values = ValueCache()
 
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
@@ -436,6 +442,7 @@ class Codec:
             inline_limit=self.inline_limit,
             strict=strict,
             config_metadata=self.config_metadata,
+            index_keys=self.index_keys,
         )
 
     # -- decoding -------------------------------------------------------------------------
@@ -627,7 +634,8 @@ class Codec:
             "value_versions": {ch: str(v) for ch, v in versions.items() if ch in values},
             "inline_values": _inline.pack(inline),
         }
-        rows = _ops.CheckpointRows(checkpoint_row, blob_rows)
+        indexed = _metaindex.index_rows(checkpoint_row, self._row_keys) if self._row_keys else ()
+        rows = _ops.CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed)
         return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _place_values(
@@ -796,8 +804,14 @@ class Codec:
             elif key == "step" and (step := promoted_step(value)) is not None:
                 where.append(checkpoints.c.step == step)
             else:
+                if key == "run_id" and isinstance(value, str):
+                    # The indexed run_id column holds every string run id (rechecked:
+                    # a long one is a digest).
+                    where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
                 json_filters.append((key, value))
-        return _listing.ListQuery(tuple(where), tuple(json_filters))
+        return _listing.ListQuery(
+            tuple(where), tuple(json_filters), index_keys=frozenset(self.index_keys)
+        )
 
 
 def _thread_where(

@@ -43,11 +43,15 @@ class ListQuery:
             into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
         order: ``ORDER BY`` columns (descending) when ``where`` holds one thread and one
             namespace, else empty (the default order).
+        index_keys: The metadata keys the saver indexes (its ``metadata_index_keys``); a
+            filter on one of them that the database lists as complete reads the index
+            (:mod:`._metaindex`).
     """
 
     where: tuple[ColumnElement[bool], ...]
     filters: tuple[tuple[str, Any], ...] = ()
     order: tuple[Any, ...] = ()
+    index_keys: frozenset[str] = frozenset()
 
 
 def _page_select(
@@ -55,13 +59,14 @@ def _page_select(
 ) -> Select[Any]:
     c = checkpoints.c
     order = query.order or (c.checkpoint_id, c.thread_id, c.checkpoint_ns)
-    stmt = select(*CHECKPOINT_COLUMNS).where(
-        *query.where,
-        *(
-            st.qb.metadata_equals(checkpoints.c.metadata, key, value, conn.dialect)
-            for key, value in query.filters
-        ),
-    )
+    stmt = select(*CHECKPOINT_COLUMNS).where(*query.where)
+    indexed = query.index_keys & st.indexed_keys(conn) if query.filters else frozenset()
+    for key, value in query.filters:
+        name, text = st.qb.check_filter(key, value)
+        found = st.qb.metadata_index_filter(checkpoints, name, text, name in indexed)
+        if found is not None:
+            stmt = stmt.where(found)
+        stmt = stmt.where(st.qb.metadata_equals(c.metadata, key, value, conn.dialect))
     if cursor is not None and query.order:
         # Keyset pagination, thread and namespace fixed: older ids than the last row's.
         stmt = stmt.where(c.checkpoint_id < cursor[2])

@@ -27,11 +27,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from . import _history
+from . import _history, _metaindex
 from ._damage import checked_versions
 from ._ops import Statements, chunks
 from .errors import ThreadNotEmptyError
-from .schema import blobs, checkpoints, full_name, name_key, read_json, stored_full, writes
+from .schema import (
+    blobs,
+    checkpoints,
+    full_name,
+    metadata_index,
+    name_key,
+    read_json,
+    stored_full,
+    writes,
+)
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
@@ -86,7 +95,7 @@ def prune_keep_latest(
     stored_blobs = _blob_keys(conn, thread_id)
     for checkpoint_ns, latest_id, kept_ids in keep:
         ids = sorted(kept_ids)
-        for table in (writes, checkpoints):
+        for table in (writes, metadata_index, checkpoints):
             # Only what is older than the latest checkpoint read above: a checkpoint (or
             # writes) another process commits meanwhile has a newer id and survives.
             conn.execute(
@@ -198,7 +207,7 @@ def _copy_rows(conn: Connection, source: str, target: str) -> None:
             f"copy_thread: thread {target!r} already has checkpoints; delete it first "
             "(delete_thread) or copy to a new thread id."
         )
-    for table in (checkpoints, blobs, writes):
+    for table in (checkpoints, blobs, writes, metadata_index):
         # The target's key (a digest for a long id) and, in the checkpoints table, its
         # full text; every other column as the source has it.
         given: dict[str, Any] = {"thread_id": literal(target, table.c.thread_id.type)}
@@ -243,6 +252,13 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
                         doomed
                     ),
                 )
+            )
+        )
+        mi = metadata_index.c
+        conn.execute(
+            delete(metadata_index).where(
+                mi.thread_id.in_(threads),
+                tuple_(mi.thread_id, mi.checkpoint_ns, mi.checkpoint_id).in_(doomed),
             )
         )
         conn.execute(delete(c).where(c.c.run_id.in_(chunk)))
@@ -353,6 +369,23 @@ def list_threads(
         )
         for t, n, ns, last, size, full in rows
     ]
+
+
+def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> list[str]:
+    """Index the stored checkpoints for the ``keys`` that :data:`.schema.metadata_keys`
+    does not list yet, and list them (:func:`._metaindex.backfill`): after this, filters
+    on them read the index. One transaction; nothing to do where the dialect keeps no
+    index rows (PostgreSQL).
+
+    Returns:
+        The keys indexed now.
+    """
+    if not st.qb.metadata_index_rows:
+        return []
+    todo = [k for k in keys if k not in _metaindex.registered(conn)]
+    if todo:
+        _metaindex.backfill(conn, st.put_metadata_index, todo)
+    return todo
 
 
 def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str, int]]:

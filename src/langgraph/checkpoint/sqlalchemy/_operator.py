@@ -90,6 +90,25 @@ class OperatorMethods:
         """Async :meth:`prune`."""
         await self._doors.adrive(self._plans.prune(thread_ids, strategy))
 
+    def reindex_metadata(self) -> builtins.list[str]:
+        """Index the stored checkpoints for this saver's ``metadata_index_keys`` that the
+        database does not index yet, so that filters on them read the index (SQLite,
+        MySQL/MariaDB; PostgreSQL's GIN index covers every key: nothing to do).
+
+        Run it after every process writing to the database lists the new keys (their
+        puts then index them): one transaction that reads every checkpoint's metadata
+        (O(N); on SQLite it holds the write lock throughout). Savers already running
+        use the index for these keys after a restart; until then they scan.
+
+        Returns:
+            The keys indexed by this call (empty: nothing was missing).
+        """
+        return self._doors.drive(self._plans.reindex_metadata())
+
+    async def areindex_metadata(self) -> builtins.list[str]:
+        """Async :meth:`reindex_metadata`."""
+        return await self._doors.adrive(self._plans.reindex_metadata())
+
     # -- per-thread lock across processes ----------------------------------------------------
 
     @contextmanager

@@ -22,11 +22,11 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Select, bindparam, delete, select
 
-from . import _driver, _inline
+from . import _driver, _inline, _metaindex
 from ._damage import row_damage
 from .dialects import QueryBuilder
 from .errors import CheckpointConflictError
-from .schema import blobs, checkpoints, full_name, read_json, writes
+from .schema import blobs, checkpoints, full_name, metadata_index, read_json, writes
 
 CheckpointKey = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, checkpoint_id)``."""
@@ -80,6 +80,9 @@ class Statements:
             ],
         )
         self.put_blobs = qb.insert_ignore(blobs)
+        self.put_metadata_index = qb.insert_ignore(metadata_index)
+        # The keys whose index rows are complete, read once (:meth:`indexed_keys`).
+        self._registered: frozenset[str] | None = None
         self.put_writes_first_wins = qb.insert_ignore(writes)
         self.put_writes_replace = qb.upsert(writes, ["task_path", "channel", "type", "blob"])
         where_ns = (
@@ -108,7 +111,7 @@ class Statements:
         self._writes_in: dict[int, Any] = {}
         self.delete_thread = [
             delete(t).where(t.c.thread_id == bindparam("thread_id"))
-            for t in (writes, blobs, checkpoints)
+            for t in (writes, blobs, metadata_index, checkpoints)
         ]
         # Multi-row forms of the inserts (see _driver.insert_rows).
         self._many: dict[tuple[int, tuple[str, ...], int], Any] = {}
@@ -116,7 +119,7 @@ class Statements:
         # Where the dialect runs data-changing statements in a WITH clause: deleting a
         # thread is one statement (one round trip, atomic on its own).
         self.delete_thread_one = (
-            qb.combine_writes(self.delete_thread[2], *self.delete_thread[:2])
+            qb.combine_writes(self.delete_thread[-1], *self.delete_thread[:-1])
             if qb.dml_in_cte
             else None
         )
@@ -134,6 +137,16 @@ class Statements:
                 self.put_checkpoint, form
             )
         return stmt, {**_driver.many_params(blobs, columns), **checkpoint}
+
+    def indexed_keys(self, conn: Connection) -> frozenset[str]:
+        """The keys a metadata filter may find through :data:`.schema.metadata_index`
+        (:func:`._metaindex.registered`), read on the first filtered listing and kept for
+        the saver's life (a key registered later is found by a scan until a restart:
+        slower, never wrong). Empty where the dialect keeps no such rows."""
+        if self._registered is None:
+            found = _metaindex.registered(conn) if self.qb.metadata_index_rows else frozenset()
+            self._registered = found
+        return self._registered
 
     def key(self, conn: Connection) -> Any:
         """What SQL compiled for ``conn`` depends on (:meth:`.QueryBuilder.compile_key`)."""
@@ -279,11 +292,14 @@ class CheckpointRows(NamedTuple):
         blobs: Rows of the blobs table: the channel values it introduces.
         writes: Rows of the writes table stored with it (transfer's copy and import);
             empty for ``put``.
+        metadata_rows: Rows of the metadata index (:mod:`._metaindex`), where the
+            dialect keeps one.
     """
 
     checkpoint: dict[str, Any]
     blobs: Sequence[dict[str, Any]]
     writes: Sequence[dict[str, Any]] = ()
+    metadata_rows: Sequence[dict[str, Any]] = ()
 
 
 def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
@@ -297,6 +313,10 @@ def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     """
     if rows.writes:
         put_writes(conn, st, rows.writes, False)
+    if rows.metadata_rows:
+        # First-write-wins: a row left by an earlier put of this checkpoint id with
+        # other metadata only widens what a filter rechecks.
+        st.insert_rows(conn, "put_metadata_index", rows.metadata_rows)
     batches = _by_size(conn, st, rows.blobs)
     if len(batches) == 1 and one_statement(st, rows):
         stmt, params = st.put_with_blobs(batches[0], rows.checkpoint)
@@ -311,7 +331,7 @@ def one_statement(st: Statements, rows: CheckpointRows) -> bool:
     """Whether :func:`put` stores ``rows`` in one statement, atomic on its own (no
     transaction needed around it): a checkpoint row alone, or, where the dialect runs
     inserts in a ``WITH`` clause, with blob rows that fit one multi-row insert."""
-    if rows.writes:
+    if rows.writes or rows.metadata_rows:
         return False
     if not rows.blobs:
         return True

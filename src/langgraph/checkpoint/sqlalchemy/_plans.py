@@ -154,6 +154,11 @@ class Plans:
         threads: builtins.list[ThreadInfo] = yield call
         return threads
 
+    def reindex_metadata(self) -> Plan[list[str]]:
+        keys = self.codec.index_keys
+        done: list[str] = yield Access.WRITE, _maintenance.reindex_metadata, (self.st, keys)
+        return done
+
     def storage_stats(self, thread_id: str | None) -> Plan[dict[str, dict[str, int]]]:
         key = _codec.thread(thread_id) if thread_id is not None else None
         stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)

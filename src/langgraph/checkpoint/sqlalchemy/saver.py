@@ -52,7 +52,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import _codec, _ops, _plans, _shared, _strict, migrate
+from . import _codec, _metaindex, _ops, _plans, _shared, _strict, migrate
 from ._codec import PendingWrite
 from ._engines import engine_pair, resolve_urls
 from ._loops import Access, Runner, access_options
@@ -145,13 +145,21 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
             passes to ``put``) or a list of key names (e.g. ``["run_id"]``, which
             :meth:`delete_for_runs` needs). Metadata is stored in clear even under
             ``EncryptedSerializer``: see docs/guarantees.md.
+        metadata_index_keys: Metadata keys whose equality filters are served by an
+            index on SQLite and MySQL/MariaDB (PostgreSQL indexes every key, GIN); None
+            (default): ``thread_id``, ``user_id``, ``assistant_id``, ``graph_id``
+            (``source``, ``step`` and ``run_id`` are indexed columns anyway). Every
+            process writing to the database must list the same keys; a key added later
+            serves filters once :meth:`reindex_metadata` has indexed the stored
+            checkpoints. See docs/operations.md.
 
     Raises:
         ValueError: Neither engine was given, ``inline_limit`` is out of range,
             ``retry_timeout`` is negative, ``LANGGRAPH_CHECKPOINT_STRICT`` holds an
             unknown value, ``strict`` with LangGraph's permissive serializer, or
             ``allowed_msgpack_modules`` without ``strict``, or ``config_metadata`` is not
-            a bool or a list of key names.
+            a bool or a list of key names, or a ``metadata_index_keys`` key is empty,
+            holds a NUL or is over 40 characters.
         UnsupportedDialectError: The engine's dialect is not supported.
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver of the other side
@@ -181,8 +189,10 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
         config_metadata: bool | Collection[str] = True,
+        metadata_index_keys: Collection[str] | None = None,
     ) -> None:
         metadata_keys = _codec.config_metadata_keys(config_metadata)
+        index_keys = _metaindex.checked_keys(metadata_index_keys)
         is_strict = _strict.strict_setting(strict)
         if is_strict:
             serde = _strict.strict_serde(serde, allowed_msgpack_modules)
@@ -221,6 +231,7 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
             inline_limit=inline_limit,
             strict=strict_decode,
             config_metadata=metadata_keys,
+            index_keys=index_keys,
         )
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
@@ -263,6 +274,7 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
         config_metadata: bool | Collection[str] = True,
+        metadata_index_keys: Collection[str] | None = None,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a saver, and its sync and async engines, from a URL or a SQLite path.
@@ -290,6 +302,7 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
             strict: See :class:`SQLAlchemySaver`.
             allowed_msgpack_modules: See :class:`SQLAlchemySaver`.
             config_metadata: See :class:`SQLAlchemySaver`.
+            metadata_index_keys: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
                 (``pool_size``, ``echo``, ``connect_args``, ...).
 
@@ -312,7 +325,8 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         options.update(retry_timeout=retry_timeout, strict=strict)
         options.update(allowed_msgpack_modules=allowed_msgpack_modules)
         _codec.config_metadata_keys(config_metadata)  # refused before any engine is made
-        options.update(config_metadata=config_metadata)
+        _metaindex.checked_keys(metadata_index_keys)
+        options.update(config_metadata=config_metadata, metadata_index_keys=metadata_index_keys)
         return _shared.open_saver(cls, urls, options, engine_kwargs)
 
     @property

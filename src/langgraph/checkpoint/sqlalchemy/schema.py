@@ -67,6 +67,8 @@ __all__ = [
     "CHANNEL_MAX_LENGTH",
     "CHECKPOINT_NS_MAX_LENGTH",
     "ID_MAX_LENGTH",
+    "INDEX_KEY_MAX_LENGTH",
+    "INDEX_VALUE_MAX_LENGTH",
     "NAME_KEY_LENGTH",
     "NAME_KEY_MARKER",
     "RUN_KEY_MAX_LENGTH",
@@ -82,6 +84,8 @@ __all__ = [
     "full_name",
     "locks",
     "metadata",
+    "metadata_index",
+    "metadata_keys",
     "name_key",
     "promoted_source",
     "promoted_step",
@@ -113,6 +117,11 @@ CHANNEL_MAX_LENGTH = 150
 RUN_KEY_MAX_LENGTH = 80
 #: Width of the promoted ``source`` column (LangGraph writes input/loop/update/fork).
 SOURCE_MAX_LENGTH = 64
+#: Longest metadata key the saver indexes (:data:`metadata_index`), in characters.
+INDEX_KEY_MAX_LENGTH = 40
+#: Width of an indexed metadata value (:func:`._metaindex.index_value`); longer values
+#: are indexed by their digest.
+INDEX_VALUE_MAX_LENGTH = 100
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
 VERSION_TABLE = "lgsa_alembic_version"
@@ -417,8 +426,21 @@ checkpoints = Table(
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
     Index("ix_lgsa_checkpoints_source_step", "source", "step"),
+    # A filter on ``step`` alone (a rare step is found by index, not by a scan of every
+    # ``source`` group).
+    Index("ix_lgsa_checkpoints_step", "step"),
     **MYSQL_TABLE_OPTIONS,
 )
+
+# PostgreSQL: metadata filters use this GIN index through containment (``metadata @>
+# '{"user_id": "u1"}'``, rechecked by exact JSON equality), for every key. Created on
+# PostgreSQL only (``ddl_if``); the other dialects keep :data:`metadata_index`.
+Index(
+    "ix_lgsa_checkpoints_metadata",
+    checkpoints.c.metadata,
+    postgresql_using="gin",
+    postgresql_ops={"metadata": "jsonb_path_ops"},
+).ddl_if(dialect="postgresql")
 
 blobs = Table(
     "lgsa_checkpoint_blobs",
@@ -473,5 +495,40 @@ locks = Table(
     # decide); a lease past it may be taken by another holder.
     Column("expires_at", Double(), nullable=False),
     PrimaryKeyConstraint("name", name="pk_lgsa_locks"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+#: SQLite and MySQL/MariaDB: the index of metadata filters, one row a checkpoint and
+#: indexed key (:data:`metadata_keys`), kept by ``put``, ``copy_thread``, ``prune`` and
+#: the deletes. ``value`` is :func:`._metaindex.index_value` of the metadata value: equal
+#: JSON values (``1`` and ``1.0``, dicts in any key order) have the same one, so the rows
+#: found for a filter are a superset of the matches, which the exact JSON condition then
+#: checks. The primary key leads with ``(key, value)``: a filter reads its matches only.
+#: Unused on PostgreSQL, whose GIN index serves every key.
+metadata_index = Table(
+    "lgsa_metadata_index",
+    metadata,
+    _key("key", INDEX_KEY_MAX_LENGTH),
+    _key("value", INDEX_VALUE_MAX_LENGTH),
+    _key("checkpoint_id", ID_MAX_LENGTH),
+    _name("thread_id"),
+    _name("checkpoint_ns"),
+    PrimaryKeyConstraint(
+        "key", "value", "checkpoint_id", "thread_id", "checkpoint_ns", name="pk_lgsa_metadata_index"
+    ),
+    Index("ix_lgsa_metadata_index_thread", "thread_id", "checkpoint_ns", "checkpoint_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+#: The metadata keys whose :data:`metadata_index` rows are complete (every checkpoint
+#: holding the key has its row): a filter on a key uses the index only when it is listed
+#: here and the saver indexes it. Migration 0006 lists the default keys
+#: (:data:`._metaindex.DEFAULT_KEYS`) after indexing the stored checkpoints;
+#: :meth:`.SQLAlchemySaver.reindex_metadata` adds others.
+metadata_keys = Table(
+    "lgsa_metadata_keys",
+    metadata,
+    _key("key", INDEX_KEY_MAX_LENGTH),
+    PrimaryKeyConstraint("key", name="pk_lgsa_metadata_keys"),
     **MYSQL_TABLE_OPTIONS,
 )

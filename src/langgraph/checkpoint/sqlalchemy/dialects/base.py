@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     bindparam,
     event,
+    select,
     tuple_,
 )
 from sqlalchemy.engine import URL, Dialect, ExceptionContext
@@ -33,7 +34,9 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from .._canonical import MAX_DEPTH, json_string, json_text
+from .._metaindex import filter_value
 from ..errors import ValueTooLargeError
+from ..schema import metadata_index
 from ._leases import LeaseRows
 
 __all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "QueryBuilder"]
@@ -95,6 +98,9 @@ class QueryBuilder(LeaseRows, ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
+    #: Whether metadata filters read :data:`.schema.metadata_index`, whose rows ``put``
+    #: writes (:mod:`.._metaindex`); PostgreSQL's GIN index needs none.
+    metadata_index_rows: ClassVar[bool] = True
 
     @classmethod
     def check_url(cls, url: URL) -> bool:
@@ -329,6 +335,25 @@ class QueryBuilder(LeaseRows, ABC):
     ) -> ColumnElement[bool]:
         """Condition of :meth:`metadata_equals` for a checked ``key`` and ``value``
         (``text``: the value as canonical JSON text)."""
+
+    def metadata_index_filter(
+        self, table: Table, key: str, text: str, indexed: bool
+    ) -> ColumnElement[bool] | None:
+        """An indexed condition implied by :meth:`metadata_equals` of ``key`` and the
+        canonical JSON ``text``, ANDed before it (which still decides), or None.
+
+        Default: when ``indexed`` (the key's :data:`.schema.metadata_index` rows are
+        complete), the checkpoint key ``IN`` the index rows of the key and the value's
+        :func:`.._metaindex.filter_value`: SQLite and MariaDB read that index range and
+        look the checkpoints up by primary key (``EXPLAIN``), not every row's JSON.
+        """
+        if not indexed:
+            return None
+        mi, c = metadata_index.c, table.c
+        rows = select(mi.thread_id, mi.checkpoint_ns, mi.checkpoint_id).where(
+            mi.key == key, mi.value == filter_value(text)
+        )
+        return tuple_(c.thread_id, c.checkpoint_ns, c.checkpoint_id).in_(rows)
 
     @abstractmethod
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
+from .._metaindex import metadata_json_key
 from ..schema import locks
 from .base import QueryBuilder
 
@@ -114,6 +115,19 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         """``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality)."""
         member: ColumnElement[Any] = column.op("->")(literal(key, Text))
         return member == cast(literal(text, Text), postgresql.JSONB)
+
+    metadata_index_rows = False
+
+    def metadata_index_filter(
+        self, table: Table, key: str, text: str, indexed: bool
+    ) -> ColumnElement[bool] | None:
+        """``metadata @> CAST(? AS JSONB)`` with ``{key: value}``, for every key: the GIN
+        index ``ix_lgsa_checkpoints_metadata`` (``jsonb_path_ops``) serves containment.
+        Containment is looser than equality (``[1, 2]`` contains ``[1]``), so the exact
+        condition of :meth:`metadata_equals` still decides."""
+        doc = cast(literal(metadata_json_key(key, text), Text), postgresql.JSONB)
+        found: ColumnElement[bool] = table.c.metadata.op("@>", return_type=Boolean)(doc)
+        return found
 
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
         """The JSONB ``?`` operator."""
