@@ -853,3 +853,42 @@ async def test_saver_schema_option_on_postgres(fresh_pg_url: str) -> None:
     finally:
         await s1.aclose()
         await s2.aclose()
+
+
+async def test_0006_indexes_stored_metadata(target: Target) -> None:
+    """Checkpoints stored before 0006 are found through the metadata index after it."""
+    _migrate(target, "up", "0005_lock_rows")
+    c = lgsa_schema.checkpoints
+    rows = [
+        {
+            "thread_id": f"t{i}",
+            "checkpoint_ns": "",
+            "checkpoint_id": f"1f000000-0000-6000-8000-{i:012}",
+            "type": "msgpack",
+            "checkpoint": b"\x80",
+            "metadata": {"user_id": f"u{i % 2}", "graph_id": 7, "other": "x"},
+            "value_versions": {},
+        }
+        for i in range(5)
+    ]
+    translate = {None: target.schema} if target.schema else None
+    with target.connect(begin=True, schema_translate_map=translate) as conn:
+        conn.execute(sa.insert(c), rows)
+    _migrate(target, "up", "head")
+    with target.connect(schema_translate_map=translate) as conn:
+        mi = lgsa_schema.metadata_index
+        indexed = conn.execute(sa.select(mi.c.key, sa.func.count()).group_by(mi.c.key)).all()
+        keys = {str(k) for (k,) in conn.execute(sa.select(lgsa_schema.metadata_keys.c.key))}
+    qb = query_builder(sa.make_url(target.url).get_backend_name())
+    if qb.metadata_index_rows:
+        assert dict(indexed) == {"user_id": 5, "graph_id": 5}
+        assert keys == {"thread_id", "user_id", "assistant_id", "graph_id"}
+    else:  # PostgreSQL: the GIN index
+        assert indexed == [] and keys == set()
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        found = saver.list(None, filter={"user_id": "u1"})
+        assert sorted(t.config["configurable"]["thread_id"] for t in found) == ["t1", "t3"]
+        assert len(list(saver.list(None, filter={"graph_id": 7.0}))) == 5
+    finally:
+        saver.close()
