@@ -1,4 +1,5 @@
-"""SQLAlchemy Core tables of the checkpoint store.
+"""SQLAlchemy Core tables of the checkpoint store (one cohesive piece: the tables, their
+column types and the rules of their key columns, which the migrations mirror).
 
 Three tables, prefixed ``lgsa_`` so that they live beside the official savers' tables
 (``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``, ``writes``) and an
@@ -21,6 +22,8 @@ application's own tables in one database:
 * ``lgsa_checkpoint_writes``: pending writes of tasks, keyed by ``(thread_id,
   checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
   table: LangGraph may store writes before the checkpoint they belong to.
+* ``lgsa_metadata_index`` and ``lgsa_metadata_keys`` (SQLite, MySQL/MariaDB): the index of
+  metadata filters on chosen keys (:mod:`._metaindex`); ``lgsa_locks``: lease rows.
 
 ``thread_id`` and ``checkpoint_ns`` may be longer than an index can hold (1,000 and 2,000
 characters): their key columns hold a *key* (:func:`name_key`), the name itself when it is
