@@ -15,13 +15,12 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
-from .backends import DIALECT_NAMES, OFFICIAL_NAMES, Servers, has_official, open_sync
+from .backends import DIALECT_NAMES, DIALECTS, OFFICIAL_NAMES, Servers, has_official, open_sync
 from .scaleload import PER_THREAD, Replicator, thread_id, user_id, write_template
 
 FULL_SIZES = (10_000, 100_000, 1_000_000)
@@ -41,11 +40,15 @@ OPS: tuple[tuple[str, str, bool, float], ...] = (
 )
 
 
+#: Untimed calls before the timed ones of a read operation (delete and prune: 1).
+WARM = 3
+
+
 @dataclass(frozen=True)
 class Calls:
     """Timed calls per operation and size (at most; ``budget`` seconds cut it short)."""
 
-    reads: int = 100  # get_tuple latest / by id, list(thread)
+    reads: int = 100  # get_tuple latest / by id, list(thread) (warm-up calls included)
     scans: int = 30  # list(None), list_threads, filter
     deletes: int = 20
     prunes: int = 5  # calls of 100 threads each
@@ -124,24 +127,22 @@ class Scale:
                 self.servers.drop(store)
 
     def grow(self, dialect: str, size: int, reps: dict[str, Replicator]) -> None:
-        """Grow every saver's store to ``size``, side by side (one thread each: the
-        database ingests one while Python builds the other's rows)."""
+        """Grow every saver's store to ``size``, one after the other (side by side, the
+        two loaders fight over the GIL and both go slower)."""
         threads = size // PER_THREAD
-        before = {impl: rep.threads for impl, rep in reps.items()}
-        self.log(f"{dialect}: growing to {size:,} checkpoints ({', '.join(reps)})")
-        with ThreadPoolExecutor(len(reps)) as pool:
-            futures = {impl: pool.submit(rep.grow, threads) for impl, rep in reps.items()}
-            seconds = {impl: f.result() for impl, f in futures.items()}
-        for impl in reps:
-            added = (threads - before[impl]) * PER_THREAD
+        for impl, rep in reps.items():
+            self.log(f"{dialect}/{impl}: growing to {size:,} checkpoints")
+            before = rep.threads
+            seconds = rep.grow(threads)
+            added = (threads - before) * PER_THREAD
             self.load.append(
                 {
                     "dialect": dialect,
                     "impl": impl,
                     "size": size,
                     "added": added,
-                    "seconds": round(seconds[impl], 2),
-                    "ckpt_per_s": round(added / seconds[impl]) if seconds[impl] else None,
+                    "seconds": round(seconds, 2),
+                    "ckpt_per_s": round(added / seconds) if seconds else None,
                 }
             )
 
@@ -169,7 +170,9 @@ class Scale:
                 for impl, saver in savers.items():
                     if ours_only and impl != "ours":
                         continue
-                    seconds = _time(op_calls(op, saver, reps[impl], sample), c.budget)
+                    warm = 1 if op in ("delete_thread", "prune") else WARM
+                    calls = op_calls(op, saver, reps[impl], sample)
+                    seconds = _time(calls, c.budget, warm)
                     self.raw.setdefault((dialect, impl, op), {})[size] = seconds
                     self.log(
                         f"{dialect} {size:>9,} {impl:8} {op:14} "
@@ -206,9 +209,9 @@ def op_calls(op: str, saver: Any, rep: Replicator, sample: _Sample) -> list[Call
     if op == "list_thread":
         return [partial(_drain, saver.list, _config(i), limit=10) for i in s.readers]
     if op == "list_global":
-        return [partial(_drain, saver.list, None, limit=10)] * (s.scans + 1)
+        return [partial(_drain, saver.list, None, limit=10)] * (s.scans + WARM)
     if op == "list_threads":
-        return [partial(saver.list_threads, limit=20)] * (s.scans + 1)
+        return [partial(saver.list_threads, limit=20)] * (s.scans + WARM)
     if op == "delete_thread":
         return [partial(saver.delete_thread, thread_id(i)) for i in s.victims]
     if op == "prune":
@@ -218,7 +221,8 @@ def op_calls(op: str, saver: Any, rep: Replicator, sample: _Sample) -> list[Call
         ]
     if op == "filter_user":
         return [
-            partial(_one_thread, saver, {"user_id": user_id(i)}) for i in s.readers[: s.scans + 1]
+            partial(_one_thread, saver, {"user_id": user_id(i)})
+            for i in s.readers[: s.scans + WARM]
         ]
     raise ValueError(op)
 
@@ -235,12 +239,14 @@ def _one_thread(saver: Any, filter: dict[str, Any]) -> None:
         raise AssertionError(f"filter {filter} gave {len(found)} tuples of {len(threads)} threads")
 
 
-def _time(calls: list[Callable[[], Any]], budget: float) -> list[float]:
-    """Call the first untimed (warm-up), then time the rest until ``budget`` seconds."""
-    calls[0]()
+def _time(calls: list[Callable[[], Any]], budget: float, warm: int = 1) -> list[float]:
+    """Make the first ``warm`` calls untimed, then time the rest until ``budget`` seconds
+    (at least 3 calls)."""
+    for call in calls[:warm]:
+        call()
     seconds: list[float] = []
     t_end = time.perf_counter() + budget
-    for call in calls[1:]:
+    for call in calls[warm:]:
         t0 = time.perf_counter()
         call()
         seconds.append(time.perf_counter() - t0)
@@ -277,7 +283,9 @@ def rows(
             }
         )
     order = {o[0]: n for n, o in enumerate(OPS)}
-    return sorted(out, key=lambda r: (r["dialect"], order[r["op"]], r["impl"] != "ours"))
+    return sorted(
+        out, key=lambda r: (DIALECTS.index(r["dialect"]), order[r["op"]], r["impl"] != "ours")
+    )
 
 
 def saver_name(dialect: str, impl: str) -> str:
@@ -387,7 +395,6 @@ def run_scale(args: Any, doc: str, root: str) -> int:
     import sys
     from datetime import datetime, timezone
 
-    from .backends import DIALECTS
     from .report import environment
     from .runner import log
 

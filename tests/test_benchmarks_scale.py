@@ -21,7 +21,7 @@ from benchmarks.scale import (
 )
 from benchmarks.scaleload import Replicator, thread_id, user_id, write_template
 
-TINY = Calls(reads=4, scans=3, deletes=2, prunes=1, prune_batch=5, budget=1.0)
+TINY = Calls(reads=6, scans=3, deletes=2, prunes=1, prune_batch=5, budget=1.0)
 
 
 def test_sizes_capped() -> None:
