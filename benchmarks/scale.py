@@ -145,6 +145,12 @@ class Scale:
                     "ckpt_per_s": round(added / seconds) if seconds else None,
                 }
             )
+        t0 = time.perf_counter()
+        for rep in reps.values():
+            rep.settle()
+        self.log(
+            f"{dialect}: load written out (CHECKPOINT / sync) in {time.perf_counter() - t0:.1f} s"
+        )
 
     def measure(self, dialect: str, size: int, reps: dict[str, Replicator], gone: set[int]) -> None:
         c = self.calls
@@ -240,10 +246,13 @@ def _one_thread(saver: Any, filter: dict[str, Any]) -> None:
 
 
 def _time(calls: list[Callable[[], Any]], budget: float, warm: int = 1) -> list[float]:
-    """Make the first ``warm`` calls untimed, then time the rest until ``budget`` seconds
-    (at least 3 calls)."""
+    """Make the first ``warm`` calls untimed (fewer if they take over ``budget / 4``), then
+    time the rest until ``budget`` seconds (at least 3 calls)."""
+    t_warm = time.perf_counter() + budget / 4
     for call in calls[:warm]:
         call()
+        if time.perf_counter() > t_warm:
+            break  # a slow operation (seconds a call): one warm-up is enough
     seconds: list[float] = []
     t_end = time.perf_counter() + budget
     for call in calls[warm:]:
