@@ -349,7 +349,9 @@ def markdown_section(result: dict[str, Any]) -> str:
         [
             f"Run {result['started']} with `{result['command']}` in "
             f"{result['wall_seconds']:.0f} s (commit {env['commit']}; {env['nproc']} CPUs, "
-            f"{env['memory']} RAM; servers {env['servers']}).",
+            f"{env['memory']} RAM; "
+            + ", ".join(f"{k} {v}" for k, v in env["servers"].items())
+            + ").",
             "",
             tables(result["rows"]),
             "",
