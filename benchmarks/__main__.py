@@ -1,5 +1,8 @@
 """``python -m benchmarks [--quick] [--out PATH] [--markdown]``: run every workload on our
 saver and the official savers, interleaved in this process, print the ratios, write JSON.
+
+``python -m benchmarks --scale [--quick] [--scale-max N]``: grow a store in steps and
+time each operation at each size (:mod:`.scale`).
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
     parser.add_argument(
         "--out",
-        default=os.path.join(ROOT, "benchmarks", "results", "latest.json"),
-        help="JSON results (default: benchmarks/results/latest.json)",
+        help="JSON results (default: benchmarks/results/latest.json, "
+        "with --scale benchmarks/results/scale.json)",
     )
     parser.add_argument(
         "--markdown", action="store_true", help=f"rewrite the results section of {DOC}"
@@ -44,7 +47,22 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(DIALECTS),
         help="comma list of sqlite, postgres, mariadb (default: all)",
     )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="the scale run: grow a store 10k -> 100k -> 1M checkpoints (MariaDB to 300k; "
+        "--quick: 2k -> 20k) and time each operation at each size",
+    )
+    parser.add_argument(
+        "--scale-max", type=int, metavar="N", help="with --scale: stop at N checkpoints"
+    )
     args = parser.parse_args(argv)
+    if args.scale:
+        from .scale import run_scale
+
+        return run_scale(args, DOC, ROOT)
+    if args.out is None:
+        args.out = os.path.join(ROOT, "benchmarks", "results", "latest.json")
     if args.render:
         return render(args.render, markdown=args.markdown)
     dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))

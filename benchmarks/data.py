@@ -78,6 +78,7 @@ class History:
         thread_id: The thread.
         big: Add the 1 MB channel ``big``.
         changes: Channels updated at every step after the first (default: every channel).
+        metadata: Extra metadata keys of every checkpoint (e.g. ``{"user_id": ...}``).
     """
 
     def __init__(
@@ -87,10 +88,12 @@ class History:
         *,
         big: bool = False,
         changes: tuple[str, ...] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         self.saver = saver
         self.big = big
         self.changes = changes
+        self.extra = dict(metadata or {})
         self.config: dict[str, Any] = {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ""}
         }
@@ -117,7 +120,7 @@ class History:
             "pending_sends": [],
             "updated_channels": changed,
         }
-        metadata = {"source": "loop", "step": self.step, "parents": {}}
+        metadata = {"source": "loop", "step": self.step, "parents": {}, **self.extra}
         return self.config, checkpoint, metadata, new_versions
 
     def _advance(self, config: dict[str, Any]) -> None:
