@@ -12,10 +12,10 @@ The bottom of the :mod:`.cli` package: the command modules (:mod:`.schema`,
 - the database: :func:`resolve`, :func:`require_database`, :func:`require_folder`,
   :func:`schema_connection`, :func:`open_saver`, :func:`check_threads`.
 
-Importing it costs the standard library only: SQLAlchemy, Alembic and the saver are
-imported inside the functions that use them, so that building the parser (``--help``,
-a usage error) imports none of them and each command pays only for what it runs
-(``tests/test_cli_startup.py`` checks it).
+Importing it costs the standard library only: SQLAlchemy, the saver and the transfer
+machinery are imported inside the functions that use them, so that building the parser
+(``--help``, a usage error) imports none of them and each command pays only for what it
+runs (``tests/test_cli_startup.py`` checks it).
 """
 
 from __future__ import annotations
