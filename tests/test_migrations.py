@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError as AlembicCommandError
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import (
@@ -196,6 +197,18 @@ def test_exactly_one_head() -> None:
         assert not rev.is_branch_point, rev.revision
 
 
+def test_scripts_must_end_at_head_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """head_revision() is schema.HEAD_REVISION, read without Alembic (test_exactly_one_head
+    checks it against the scripts); migrating refuses scripts that end elsewhere."""
+    monkeypatch.setattr(migrate, "HEAD_REVISION", "0001_initial")
+    migrate._scripts.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="HEAD_REVISION"):
+            migrate.offline_sql("sqlite:///unused.db", "upgrade", "head")
+    finally:
+        migrate._scripts.cache_clear()
+
+
 def test_script_location_is_repo_migrations() -> None:
     assert Path(migrate.script_location()).resolve() in {
         (REPO_ROOT / "migrations").resolve(),
@@ -233,6 +246,31 @@ async def test_upgrade_downgrade_upgrade(target: Target) -> None:
         assert got is not None and got.checkpoint["id"] == cp["id"]
     finally:
         await saver.aclose()
+
+
+def test_current_revision_agrees_with_alembic(target: Target) -> None:
+    """migrate.current_revision reads the version table without Alembic: it answers as
+    Alembic's MigrationContext does with no tables and at each revision, and refuses a
+    table with two revisions as Alembic does."""
+
+    def alembic_revision() -> str | None:
+        with target.connect() as conn:
+            opts = {"version_table": VERSION_TABLE, "version_table_schema": target.schema}
+            return MigrationContext.configure(conn, opts=opts).get_current_revision()
+
+    assert _current(target) is None
+    assert alembic_revision() is None
+    for revision in ("0001_initial", HEAD):
+        _migrate(target, "up", revision)
+        assert _current(target) == alembic_revision() == revision
+    version = Table(
+        VERSION_TABLE, MetaData(), Column("version_num", String(32)), schema=target.schema
+    )
+    with target.connect(begin=True) as conn:
+        conn.execute(version.insert(), {"version_num": "0001_initial"})
+    for read in (lambda: _current(target), alembic_revision):
+        with pytest.raises(AlembicCommandError, match="more than one head"):
+            read()
 
 
 async def test_upgrade_is_idempotent(target: Target) -> None:

@@ -7,14 +7,48 @@ with SQLAlchemySaver.from_conn_string("sqlite:///checkpoints.sqlite") as saver:
     saver.setup()
     graph = builder.compile(checkpointer=saver)
 ```
+
+:class:`SQLAlchemySaver` and :class:`ThreadInfo` are imported on first use (PEP 562): the
+package itself imports only its typed errors, so that ``python -m
+langgraph.checkpoint.sqlalchemy --help`` does not pay for SQLAlchemy, Alembic and
+LangGraph (see :mod:`.cli`).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import errors
-from ._maintenance import ThreadInfo
 from .errors import *  # noqa: F403  (every typed error: errors.__all__)
-from .saver import SQLAlchemySaver
+
+if TYPE_CHECKING:
+    from ._maintenance import ThreadInfo
+    from .saver import SQLAlchemySaver
 
 __all__ = ["SQLAlchemySaver", "ThreadInfo"]
 __all__ += errors.__all__
+
+#: Public name -> the module that defines it, imported when the name is first read.
+_LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._maintenance"}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above; a typo stays an error
+
+    def __getattr__(name: str) -> Any:
+        """``SQLAlchemySaver`` and ``ThreadInfo``, imported on first access (PEP 562).
+
+        Raises:
+            AttributeError: ``name`` is not a public name of the package (nor a
+                submodule already imported).
+        """
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value  # later reads skip this function
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,13 +3,18 @@
 SQLAlchemy's ``render_as_string(hide_password=True)`` hides the URL's password field
 only; a password given as a query parameter (``?password=...``, libpq's
 ``sslpassword``, a token) would be printed as is.
+
+Imports SQLAlchemy only in :func:`shown_url`: the command line's parser masks its usage
+errors with :func:`masked_text` before anything needs SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import URL, make_url
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 __all__ = ["SECRET_PARAMETERS", "masked_text", "shown_url"]
 
@@ -49,6 +54,8 @@ def shown_url(url: str | URL) -> str:
     Returns:
         The text to show.
     """
+    from sqlalchemy.engine import URL, make_url
+
     if not isinstance(url, URL):
         try:
             url = make_url(url)

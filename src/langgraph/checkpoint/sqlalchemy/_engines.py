@@ -1,11 +1,12 @@
 """Where the saver's database is and how its engines are made.
 
 The one default database URL of the package (the saver's server factory, the CLI and
-Alembic's ``env.py`` all read it from here); :func:`resolve_urls`, which maps a URL or a
-SQLite path to the sync and async engine URLs (the drivers of each dialect come from its
-query builder class in :mod:`.dialects`); and :func:`configure_engine`, the per-dialect
-connection set-up of a new engine; :func:`engine_pair`, the saver's sync and async
-engines from whichever of them it was given.
+Alembic's ``env.py`` all read it from here; it is defined in :mod:`._default_url`);
+:func:`resolve_urls`, which maps a URL or a SQLite path to the sync and async engine URLs
+(the drivers of each dialect come from its query builder class in :mod:`.dialects`); and
+:func:`configure_engine`, the per-dialect connection set-up of a new engine;
+:func:`engine_pair`, the saver's sync and async engines from whichever of them it was
+given.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ._default_url import DEFAULT_URL, URL_ENV, url_from_env
 from ._display import masked_text
 from .dialects import DIALECTS, QueryBuilder
 from .dialects.sqlite import MEMDB_PREFIX, SQLITE_URL_FORMS, check_file
@@ -42,23 +44,6 @@ __all__ = [
     "resolve_urls",
     "url_from_env",
 ]
-
-#: The database used when neither an argument nor :data:`URL_ENV` names one: an embedded
-#: SQLite file in the working directory.
-DEFAULT_URL = "sqlite:///checkpoints.sqlite"
-
-#: The environment variable that names the database URL.
-URL_ENV = "LANGGRAPH_CHECKPOINT_URL"
-
-
-def url_from_env() -> str:
-    """The database URL from the environment.
-
-    Returns:
-        ``$LANGGRAPH_CHECKPOINT_URL`` when it is set and not empty, else
-        :data:`DEFAULT_URL`.
-    """
-    return os.environ.get(URL_ENV) or DEFAULT_URL
 
 
 @dataclass(frozen=True)

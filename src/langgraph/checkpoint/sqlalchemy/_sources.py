@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from langchain_core.runnables import RunnableConfig
@@ -44,6 +44,7 @@ from ._codec import PendingWrite, checkpoint_config
 from ._display import masked_text
 from ._engines import resolve_urls
 from ._opaque import OpaqueSerializer, cipher_of
+from ._source_kind import SourceKind
 from .errors import UnknownSourceError
 from .saver import SQLAlchemySaver
 from .schema import checkpoints as our_checkpoints
@@ -61,9 +62,6 @@ __all__ = [
     "open_saver",
     "thread_config",
 ]
-
-SourceKind = Literal["auto", "sqlalchemy", "sqlite", "postgres"]
-"""What :func:`open_source` reads: ``"auto"`` detects it from the tables present."""
 
 _OUR_TABLES = {"lgsa_checkpoints", "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes"}
 _SQLITE_TABLES = {"checkpoints", "writes"}

@@ -4,6 +4,11 @@ The scripts under the repository's top-level ``migrations/`` folder are the sing
 source; the wheel ships them as ``langgraph/checkpoint/sqlalchemy/migrations``. The
 version table is ``lgsa_alembic_version`` (:data:`~.schema.VERSION_TABLE`), so an
 application's own ``alembic_version`` and history stay untouched.
+
+Alembic is imported by the functions that migrate or read the scripts, not by this
+module: the saver's schema check (:func:`current_revision` against :func:`head_revision`,
+:func:`is_at_head`) runs on SQLAlchemy alone, so that a process that only reads or writes
+checkpoints (or lists threads) never loads Alembic.
 """
 
 from __future__ import annotations
@@ -14,19 +19,18 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
 
 from ._display import shown_url
 from .errors import SchemaOutOfDateError
-from .schema import VERSION_TABLE
+from .schema import HEAD_REVISION, VERSION_TABLE
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 __all__ = [
     "alembic_config",
@@ -68,6 +72,8 @@ def alembic_config(connection: Connection | None = None, *, schema: str | None =
     Returns:
         The configuration; pass it to ``alembic.command`` functions.
     """
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", script_location())
     cfg.attributes["connection"] = connection
@@ -91,6 +97,8 @@ def upgrade(connection: Connection, revision: str = "head", *, schema: str | Non
         SchemaOutOfDateError: The database is at a revision this package does not know:
             a newer version of the package migrated it (upgrade the package).
     """
+    from alembic import command
+
     _alembic(command.upgrade, connection, revision, schema)
 
 
@@ -127,6 +135,8 @@ def downgrade(connection: Connection, revision: str, *, schema: str | None = Non
     Raises:
         SchemaOutOfDateError: The database was migrated by a newer version of the package.
     """
+    from alembic import command
+
     _alembic(command.downgrade, connection, revision, schema)
 
 
@@ -137,6 +147,8 @@ def stamp(connection: Connection, revision: str, *, schema: str | None = None) -
     Raises:
         SchemaOutOfDateError: The database was migrated by a newer version of the package.
     """
+    from alembic import command
+
     _alembic(command.stamp, connection, revision, schema)
 
 
@@ -150,6 +162,9 @@ def _alembic(
     One command at a time in a process (:data:`_ALEMBIC_LOCK`): Alembic keeps the running
     migration's context in module globals (``alembic.context``, ``alembic.op``), which two
     threads migrating at once would overwrite in each other's hands."""
+    from alembic.util import CommandError
+
+    _scripts()  # refuses scripts whose head is not HEAD_REVISION, before any SQL
     try:
         with _ALEMBIC_LOCK:
             run(alembic_config(connection, schema=schema), revision)
@@ -190,6 +205,9 @@ def offline_sql(url: str, direction: str, revision: str, schema: str | None = No
     Returns:
         The SQL text (Alembic offline mode).
     """
+    from alembic import command
+
+    _scripts()  # refuses scripts whose head is not HEAD_REVISION
     buffer = io.StringIO()
     cfg = alembic_config(schema=schema)
     cfg.output_buffer = buffer
@@ -204,11 +222,25 @@ def offline_sql(url: str, direction: str, revision: str, schema: str | None = No
 
 
 def current_revision(connection: Connection, *, schema: str | None = None) -> str | None:
-    """The revision the database is at, or None when our tables were never created."""
-    ctx = MigrationContext.configure(
-        connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
-    )
-    return ctx.get_current_revision()
+    """The revision the database is at, or None when our tables were never created.
+
+    Alembic's ``MigrationContext.get_current_revision()`` without loading Alembic: the
+    same statements (the dialect's check that the version table exists, then its rows).
+
+    Raises:
+        alembic.util.CommandError: The version table holds more than one revision.
+    """
+    if not connection.dialect.has_table(connection, VERSION_TABLE, schema):
+        return None
+    rows = connection.execute(select(_version_table(schema).c.version_num)).scalars().all()
+    if len(rows) > 1:
+        from alembic.util import CommandError
+
+        raise CommandError(
+            f"Version table '{VERSION_TABLE}' has more than one head present; "
+            "please use get_current_heads()"
+        )
+    return rows[0] if rows else None
 
 
 def is_at_head(connection: Connection, *, schema: str | None = None) -> bool:
@@ -242,14 +274,29 @@ def _version_table(schema: str | None) -> Table:
 
 @functools.cache
 def _scripts() -> ScriptDirectory:
-    return ScriptDirectory.from_config(alembic_config())
+    """The shipped migration scripts, read once.
+
+    Raises:
+        RuntimeError: Their head is not :data:`~.schema.HEAD_REVISION` (a migration
+            added without updating it, or a broken install).
+    """
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(alembic_config())
+    head = scripts.get_current_head()
+    if head != HEAD_REVISION:
+        raise RuntimeError(
+            f"the migration scripts at {scripts.dir} end at revision {head}, but this "
+            f"package's schema is {HEAD_REVISION} (schema.HEAD_REVISION): update "
+            "HEAD_REVISION with a new migration, or reinstall the package"
+        )
+    return scripts
 
 
 def head_revision() -> str:
-    """The newest revision of the shipped migration scripts."""
-    head = _scripts().get_current_head()
-    assert head is not None
-    return head
+    """The newest revision of the shipped migration scripts
+    (:data:`~.schema.HEAD_REVISION`, read without loading Alembic)."""
+    return HEAD_REVISION
 
 
 def known_revisions() -> frozenset[str]:

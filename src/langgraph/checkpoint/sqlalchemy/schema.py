@@ -69,6 +69,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 __all__ = [
     "CHANNEL_MAX_LENGTH",
     "CHECKPOINT_NS_MAX_LENGTH",
+    "HEAD_REVISION",
     "ID_MAX_LENGTH",
     "INDEX_KEY_MAX_LENGTH",
     "INDEX_VALUE_MAX_LENGTH",
@@ -128,6 +129,10 @@ INDEX_VALUE_MAX_LENGTH = 100
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
 VERSION_TABLE = "lgsa_alembic_version"
+#: Revision of the newest migration script under ``migrations/versions``: the schema these
+#: tables describe, which the saver checks a database for without loading Alembic. A new
+#: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
+HEAD_REVISION = "0005_lock_rows"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes

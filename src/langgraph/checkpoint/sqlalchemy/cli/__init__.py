@@ -16,13 +16,19 @@ process killed by SIGPIPE; 130 interrupted.
 Every error is one line on stderr, ``error: <what happened>. <what to do>``, with the
 password of any URL masked; no traceback. Only a bug of this program prints one.
 
-This module builds the parser and runs :func:`main`. The commands live in one module
-each by what they work on, and import only :mod:`.common` (errors, output, argument
-types, opening the database), never each other or this module:
+This module builds the parser and runs :func:`main`; :mod:`.explain` words a failed
+command's error. The commands live in one module each by what they work on, and import
+only :mod:`.common` (their error, output, argument types, opening the database), never
+each other or this module:
 
 - :mod:`.schema`: ``upgrade``, ``downgrade``, ``current``, ``stamp``;
 - :mod:`.threads`: ``threads list|show|delete``, ``prune``, ``copy-thread``, ``stats``;
 - :mod:`.data`: ``copy``, ``export``, ``import``.
+
+Building the parser imports no database library: the command modules import SQLAlchemy,
+Alembic, LangGraph and the saver inside the commands that need them, so that ``--help``
+and a usage error start fast and each command pays only for what it runs
+(``tests/test_cli_startup.py`` checks which modules ``--help`` and ``threads list`` import).
 """
 
 from __future__ import annotations
@@ -33,10 +39,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .._default_url import DEFAULT_URL, url_from_env
 from .._display import masked_text
-from .._engines import DEFAULT_URL, url_from_env
 from . import data, schema, threads
-from .common import Handler, explain, one_line
+from .common import Handler
+from .explain import explain, one_line
 
 __all__ = ["main"]
 

@@ -1,16 +1,21 @@
-"""What every CLI command uses: errors and their one-line explanation, output, argument
-types, and opening the database.
+"""What every CLI command uses: its error, output, argument types, and opening the
+database.
 
 The bottom of the :mod:`.cli` package: the command modules (:mod:`.schema`,
-:mod:`.threads`, :mod:`.data`) import it, and it imports none of them.
+:mod:`.threads`, :mod:`.data`) and :mod:`.explain` import it, and it imports none of them.
 
-- :class:`CommandError` and :func:`explain`, which turns any exception a user can fix
-  into ``error: <what happened>. <what to do>`` and an exit code (see :mod:`.cli`);
+- :class:`CommandError`, which a command raises to stop with a message and an exit code
+  (:mod:`.explain` turns it, and any other error a user can fix, into one line);
 - output: :func:`emit` (``--json`` or text), :func:`confirm`, :func:`masked` URLs;
 - argparse: :func:`add_command` and the argument types :func:`count`,
   :func:`positive`, :func:`duration`;
 - the database: :func:`resolve`, :func:`require_database`, :func:`require_folder`,
   :func:`schema_connection`, :func:`open_saver`, :func:`check_threads`.
+
+Importing it costs the standard library only: SQLAlchemy, the saver and the transfer
+machinery are imported inside the functions that use them, so that building the parser
+(``--help``, a usage error) imports none of them and each command pays only for what it
+runs (``tests/test_cli_startup.py`` checks it).
 """
 
 from __future__ import annotations
@@ -24,23 +29,17 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from alembic.util import CommandError as AlembicCommandError
+from .. import errors
+from .._display import masked_text, shown_url
 
-from sqlalchemy import Connection, create_engine
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-from sqlalchemy.pool import NullPool
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+    from sqlalchemy.engine import URL
 
-from .. import errors, migrate
-from .._display import SECRET_PARAMETERS, masked_text, shown_url
-from .._engines import EngineURLs, configure_engine, resolve_urls
-from .._sources import opaque_view
-from ..dialects import DIALECTS, WRITE_OPTION
-from ..saver import SQLAlchemySaver
-from ..transfer import missing_threads
+    from .._engines import EngineURLs
+    from ..saver import SQLAlchemySaver
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -105,19 +104,16 @@ def confirm(args: argparse.Namespace, question: str) -> None:
         raise CommandError("Aborted.", 1)
 
 
-_PASSWORD_IN_URL = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")
-
-
 def masked(url: str | URL) -> str:
     """``url`` as text with its password and secret query parameters (``?password=``)
     hidden (``***``), even when it does not parse (see :func:`.shown_url`)."""
-    if isinstance(url, URL):
+    if not isinstance(url, str):
         return shown_url(url)
     # text may be a whole message that holds URLs: mask in place, do not parse
-    return masked_text(str(url))
+    return masked_text(url)
 
 
-def _end(what: object) -> str:
+def sentence(what: object) -> str:
     """``what`` as a sentence: ends in ``.``, ``?`` or ``!``."""
     text = str(what).strip()
     return text if text.endswith((".", "?", "!")) else text + "."
@@ -125,11 +121,13 @@ def _end(what: object) -> str:
 
 def where(args: argparse.Namespace) -> str:
     """The database URL of ``args`` with the password hidden."""
-    return masked(_resolve_or_text(args.url))
+    return masked(engine_url(args.url))
 
 
-def _resolve_or_text(url: str) -> str | URL:
+def engine_url(url: str) -> str | URL:
     """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
+    from .._engines import resolve_urls
+
     try:
         return resolve_urls(url).sync
     except Exception:
@@ -218,12 +216,16 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
     Raises:
         CommandError: A URL SQLAlchemy or this library cannot read (exit code 2).
     """
+    from sqlalchemy.exc import ArgumentError
+
+    from .._engines import resolve_urls
+
     try:
         return resolve_urls(url)
     except errors.DriverNotInstalledError as e:  # the URL is fine: a package is missing
-        raise CommandError(f"{masked(url)} ({option}): {_end(e)}", 2) from e
+        raise CommandError(f"{masked(url)} ({option}): {sentence(e)}", 2) from e
     except (ValueError, ArgumentError) as e:
-        why = _end(e)
+        why = sentence(e)
         forms = (
             ""
             if "valid forms" in why.lower()
@@ -242,6 +244,8 @@ def _database_file(url: str, option: str) -> str | None:
     Raises:
         CommandError: A bad URL (exit code 2).
     """
+    from ..dialects import DIALECTS
+
     sync = resolve(url, option).sync
     return DIALECTS[sync.get_backend_name()].database_file(sync)
 
@@ -294,6 +298,12 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
     ``create``: a SQLite file that does not exist may be created (``upgrade``); else it
     is refused (see :func:`require_database`).
     """
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from .._engines import configure_engine
+    from ..dialects import WRITE_OPTION
+
     _require(args.url, "--url", create=create)
     args.url_in_use = args.url
     engine = create_engine(resolve(args.url).sync, poolclass=NullPool)
@@ -327,6 +337,9 @@ def open_saver(
         CommandError: See :func:`require_database`, :func:`require_folder` and
             :func:`check_threads`.
     """
+    from .._sources import opaque_view
+    from ..saver import SQLAlchemySaver
+
     url = url or args.url
     _require(url, option, create=create)
     args.url_in_use = url
@@ -351,6 +364,8 @@ def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:
     """
     if not thread_ids:
         return
+    from ..transfer import missing_threads
+
     missing = missing_threads(saver, thread_ids)
     if missing:
         names = ", ".join(repr(t) for t in missing)
@@ -365,119 +380,3 @@ def _saver_url(saver: Any) -> str:
     """Where ``saver`` reads, password hidden: our saver's URL, else "the source"."""
     engine = getattr(saver, "engine", None)
     return masked(engine.url) if engine is not None else "the source"
-
-
-# -- errors ----------------------------------------------------------------------------------
-
-#: The package whose errors are ours (this module is in its ``cli`` sub-package).
-_PACKAGE = errors.__name__.rpartition(".")[0]
-
-#: Typed errors of this library that mean "found something else than needed" (exit 1);
-#: its other ValueErrors are bad input (exit 2).
-_NOT_FOUND: tuple[type[BaseException], ...] = (
-    errors.SchemaOutOfDateError,
-    errors.ThreadNotEmptyError,
-    errors.CheckpointDecodeError,
-    errors.CheckpointHistoryError,
-    errors.CheckpointConflictError,
-    errors.CheckpointConnectionError,
-    errors.ThreadLockTimeout,
-)
-
-#: Driver module -> what to install.
-# What to install for a driver module a raw ImportError names: the dialects' own hints.
-_DRIVERS = {
-    module.partition(".")[0]: install
-    for dialect in DIALECTS.values()
-    for module, install in dialect.driver_modules.values()
-}
-
-
-def _ours(e: BaseException) -> bool:
-    return type(e).__module__.startswith(_PACKAGE)
-
-
-def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
-    """The one-line message and exit code of an error a user can fix, or None for a bug.
-
-    Args:
-        e: The exception a command raised.
-        url: The database URL the command was using, if known (shown masked).
-    """
-    at = f" at {masked(_resolve_or_text(url))}" if url else ""
-    if isinstance(e, CommandError):
-        return str(e), e.code
-    lost = isinstance(e, errors.CheckpointConnectionError)
-    if (
-        lost
-        and not isinstance(e, errors.CheckpointReadOnlyError)
-        and isinstance(e.__cause__, DBAPIError)
-    ):
-        return explain(e.__cause__, url)  # the driver's own words
-    if isinstance(e, _NOT_FOUND):
-        return str(e), 1
-    if isinstance(e, NoSuchModuleError):
-        return (
-            f"unknown database driver: {_end(e)} Use a driver SQLAlchemy documents, e.g. "
-            "postgresql+psycopg://, mysql+pymysql://, sqlite:///path.db",
-            2,
-        )
-    if isinstance(e, ArgumentError):
-        return f"bad database URL: {_end(e)} Use e.g. sqlite:///path.db or postgresql://host/db", 2
-    if isinstance(e, ImportError) and not _ours(e):
-        module = (e.name or "").split(".")[0]
-        if module in _DRIVERS:
-            return (
-                f"the database driver {module!r} named by the URL is not installed. Install "
-                f"it: {_DRIVERS[module]}",
-                2,
-            )
-        return f"{_end(e)} Install the missing package", 2
-    if isinstance(e, DBAPIError):
-        detail = str(e.orig if e.orig is not None else e)
-        if e.statement is None or isinstance(e.orig, ConnectionError):
-            return (
-                f"cannot connect to the database{at}: {_end(detail)} Check that the server is "
-                "running, that the database exists (create it first, e.g. CREATE DATABASE) "
-                "and that the URL, user and password are right",
-                1,
-            )
-        return f"the database{at} failed: {_end(detail)} Check the database and retry", 1
-    if isinstance(e, PoolTimeoutError):
-        return f"the database{at} did not answer: {_end(e)} Retry later", 1
-    if isinstance(e, AlembicCommandError):
-        known = ", ".join(sorted(migrate.known_revisions()))
-        return f"{_end(e)} Known revisions: {known}, head, base", 2
-    if _ours(e):
-        return str(e), 2 if isinstance(e, (ValueError, TypeError, ImportError)) else 1
-    if isinstance(e, OSError) and not isinstance(e, ConnectionError):
-        name = f"{e.filename}: " if e.filename else ""
-        return f"{name}{_end(e.strerror or e)} Check the path and its permissions", 2
-    return None
-
-
-def one_line(message: str, urls: Sequence[str]) -> str:
-    """``message`` on one line, with the secrets of each of ``urls`` masked: the password
-    field and the secret query parameters (``?password=``), wherever the message quotes
-    them (an error may show part of a URL, e.g. a URL taken for a revision)."""
-    for url in urls:
-        for secret in _secrets(url):
-            if len(secret) >= 4:
-                # (shorter ones are masked where they appear in a URL, by masked() below)
-                message = message.replace(secret, "***")
-    return " ".join(masked(message).split())
-
-
-def _secrets(url: str) -> list[str]:
-    """The password and secret query parameter values of ``url`` (any text that may be
-    a URL; none when it is not one)."""
-    try:
-        parsed = make_url(url)
-    except Exception:
-        match = _PASSWORD_IN_URL.search(url)
-        return [match.group(0)[len(match.group(1)) : -1]] if match else []
-    found = [str(parsed.password)] if parsed.password else []
-    for key, value in parsed.query.items():
-        if key.lower() in SECRET_PARAMETERS:
-            found.extend([value] if isinstance(value, str) else value)
-    return found

@@ -4,7 +4,8 @@
 ``copy --from URL --to URL`` reads ours, an official SqliteSaver file or an official
 PostgresSaver database (see :func:`langgraph.checkpoint.sqlalchemy.transfer.open_source`)
 and writes our tables at ``--to`` (created if missing); ``export`` and ``import`` use the
-global ``--url``.
+global ``--url``. Each command imports the transfer machinery (and ``rich``, for the
+progress bar) when it runs: building the parser does not.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import IO, Any, get_args
+from typing import IO, TYPE_CHECKING, Any, get_args
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-from .. import transfer
+from .._source_kind import SourceKind
 from ..errors import SchemaOutOfDateError, ThreadNotEmptyError
 from .common import (
     CommandError,
@@ -32,6 +30,9 @@ from .common import (
     open_saver,
     require_database,
 )
+
+if TYPE_CHECKING:
+    from .. import transfer
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -55,7 +56,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     cp.add_argument(
         "--from-kind",
-        choices=get_args(transfer.SourceKind),
+        choices=get_args(SourceKind),
         default="auto",
         help="what the source is (default: detected from its tables)",
     )
@@ -105,6 +106,9 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
     if not enabled:
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -118,6 +122,8 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
+    from .. import transfer
+
     # The source is only read: a SQLite path that does not exist is refused, not created.
     require_database(args.source, "--from")
     args.url_in_use = args.source
@@ -174,6 +180,8 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .. import transfer
+
     with open_saver(args, threads=args.thread_ids, what="nothing was exported") as saver:
         if args.output == "-":
             report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
@@ -220,6 +228,8 @@ def _export_line(report: transfer.ExportReport) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from .. import transfer
+
     try:
         with _open_input(args.file) as fp, open_saver(args, create=True) as saver:
             saver.setup()

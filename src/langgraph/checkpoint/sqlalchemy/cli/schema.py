@@ -2,7 +2,9 @@
 ``current``, ``stamp``, and their parsers (:func:`add_commands`).
 
 Each is a thin layer over :mod:`langgraph.checkpoint.sqlalchemy.migrate` on one write
-transaction (:func:`.common.schema_connection`); ``--sql`` prints the DDL offline.
+transaction (:func:`.common.schema_connection`); ``--sql`` prints the DDL offline. Each
+command imports :mod:`~langgraph.checkpoint.sqlalchemy.migrate` (Alembic) when it runs:
+building the parser does not.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import argparse
 import sys
 from typing import Any
 
-from .. import migrate
 from .common import add_command, confirm, emit, resolve, schema_connection, where
 
 
 def _state(current: str | None) -> str:
+    from .. import migrate
+
     if current == migrate.head_revision():
         return "at head"
     if migrate.is_ahead(current):
@@ -27,6 +30,8 @@ def _state(current: str | None) -> str:
 
 
 def _revision_line(args: argparse.Namespace, current: str | None) -> None:
+    from .. import migrate
+
     print(
         f"{where(args)}: revision {current or 'none'} (head {migrate.head_revision()}), "
         f"{_state(current)}"
@@ -34,6 +39,8 @@ def _revision_line(args: argparse.Namespace, current: str | None) -> None:
 
 
 def _revision_json(current: str | None) -> dict[str, Any]:
+    from .. import migrate
+
     head = migrate.head_revision()
     return {
         "revision": current,
@@ -49,12 +56,16 @@ def _print_revision(args: argparse.Namespace, current: str | None) -> None:
 
 def _offline(args: argparse.Namespace, command: str) -> int:
     """``--sql``: print the DDL of ``command`` to ``args.revision``, touching no database."""
+    from .. import migrate
+
     resolve(args.url)
     sys.stdout.write(migrate.offline_sql(args.url, command, args.revision, args.schema))
     return 0
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
+    from .. import migrate
+
     if args.sql:
         return _offline(args, "upgrade")
     with schema_connection(args, create=True) as conn:
@@ -65,6 +76,8 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_downgrade(args: argparse.Namespace) -> int:
+    from .. import migrate
+
     if args.sql:
         return _offline(args, "downgrade")
     if args.revision == "base":
@@ -77,6 +90,8 @@ def cmd_downgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_current(args: argparse.Namespace) -> int:
+    from .. import migrate
+
     with schema_connection(args) as conn:
         current = migrate.current_revision(conn, schema=args.schema)
     _print_revision(args, current)
@@ -87,6 +102,8 @@ def cmd_current(args: argparse.Namespace) -> int:
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
+    from .. import migrate
+
     # No new SQLite file: a version table alone would pass "current --check" with no tables.
     with schema_connection(args) as conn:
         migrate.stamp(conn, args.revision, schema=args.schema)

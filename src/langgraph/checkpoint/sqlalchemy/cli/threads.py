@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import CheckpointTuple
-
-from .._maintenance import ThreadInfo, checkpoint_time
-from .._opaque import shown
 from ..errors import ThreadNotEmptyError
 from .common import (
     CommandError,
@@ -28,6 +24,11 @@ from .common import (
     open_saver,
     positive,
 )
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import CheckpointTuple
+
+    from .._maintenance import ThreadInfo
 
 
 def _size(n: int) -> str:
@@ -87,6 +88,9 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 
 def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
+    from .._maintenance import checkpoint_time
+    from .._opaque import shown
+
     c = t.config["configurable"]
     out: dict[str, Any] = {
         "checkpoint_ns": c["checkpoint_ns"],
