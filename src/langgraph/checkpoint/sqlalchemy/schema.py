@@ -132,7 +132,7 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: Revision of the newest migration script under ``migrations/versions``: the schema these
 #: tables describe, which the saver checks a database for without loading Alembic. A new
 #: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
-HEAD_REVISION = "0005_lock_rows"
+HEAD_REVISION = "0006_metadata_index"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
