@@ -98,8 +98,7 @@ class QueryBuilder(LeaseRows, ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
-    #: Whether metadata filters read :data:`.schema.metadata_index`, whose rows ``put``
-    #: writes (:mod:`.._metaindex`); PostgreSQL's GIN index needs none.
+    #: Whether filters read :data:`.schema.metadata_index` (PostgreSQL: a GIN index).
     metadata_index_rows: ClassVar[bool] = True
 
     @classmethod
@@ -339,14 +338,11 @@ class QueryBuilder(LeaseRows, ABC):
     def metadata_index_filter(
         self, table: Table, key: str, text: str, indexed: bool
     ) -> ColumnElement[bool] | None:
-        """An indexed condition implied by :meth:`metadata_equals` of ``key`` and the
-        canonical JSON ``text``, ANDed before it (which still decides), or None.
-
-        Default: when ``indexed`` (the key's :data:`.schema.metadata_index` rows are
-        complete), the checkpoint key ``IN`` the index rows of the key and the value's
-        :func:`.._metaindex.filter_value`: SQLite and MariaDB read that index range and
-        look the checkpoints up by primary key (``EXPLAIN``), not every row's JSON.
-        """
+        """An indexed condition implied by :meth:`metadata_equals` of ``key`` and JSON
+        ``text`` (which still decides), or None. Default, when ``indexed`` (the key's
+        :data:`.schema.metadata_index` rows are complete): the checkpoint key ``IN`` the
+        key's index rows for :func:`.._metaindex.filter_value` (``EXPLAIN``: SQLite and
+        MariaDB read that range, then the checkpoints by primary key)."""
         if not indexed:
             return None
         mi, c = metadata_index.c, table.c
