@@ -357,6 +357,22 @@ class QueryBuilder(LeaseRows, ABC):
         (the default: the error is raised as it is)."""
         return None
 
+    def table_estimates(
+        self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
+    ) -> dict[str, dict[str, int]] | None:
+        """Rows and bytes of the tables ``sizes`` names, from the database's own
+        statistics in O(1) (``storage_stats(estimate=True)``), or None (the default: no
+        statistics; the caller counts exactly).
+
+        Args:
+            connection: Connection (its ``schema_translate_map`` names the schema).
+            sizes: Each table and the expression of a row's serialised bytes.
+
+        Returns:
+            ``{table name: {"rows": n, "bytes": b}}``, non-negative estimates.
+        """
+        return None
+
     # -- schema and migrations -------------------------------------------------------
 
     def ensure_schema(self, connection: Connection, schema: str | None) -> None:
