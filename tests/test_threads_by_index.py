@@ -176,3 +176,34 @@ async def test_estimated_totals(door: Door) -> None:
         assert fast["lgsa_checkpoints"]["rows"] == exact["lgsa_checkpoints"]["rows"]
     # a thread's totals stay exact
     assert await door.storage_stats("t0005", estimate=True) == await door.storage_stats("t0005")
+
+
+def test_cli_pages_by_cursor_and_fast_stats(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli
+
+    url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        load(Door(saver, "sync"))
+        full = [t.thread_id for t in saver.list_threads(limit=None)]
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_URL", url)
+    seen: list[str] = []
+    after: list[str] = []
+    while True:
+        assert cli.main(["threads", "list", "--limit", "100", *after]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        seen += [line.split()[0] for line in lines[1:] if not line.startswith("next page:")]
+        if not lines[-1].startswith("next page: --after "):
+            break
+        after = ["--after", lines[-1].removeprefix("next page: --after ").strip("'")]
+    assert seen == full
+    assert cli.main(["stats", "--fast", "--json"]) == 0
+    fast = json.loads(capsys.readouterr().out)
+    assert cli.main(["stats", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert fast["tables"]["lgsa_checkpoints"]["rows"] == exact["tables"]["lgsa_checkpoints"]["rows"]
+    assert [t["thread_id"] for t in fast["threads"]] == full[:10]

@@ -31,6 +31,9 @@ from .schema import blobs, checkpoints, full_name, name_key, writes
 #: most (each batch doubles the last). Small next to any large table, so that a planner
 #: without statistics still prefers the index to a scan and sort.
 FIRST_BATCH, LARGEST_BATCH = 64, 1024
+#: Largest ``offset + limit`` found by the walk; beyond it, one grouped query over the
+#: table is cheaper than thousands of batches.
+WALK_MOST = 10_000
 
 #: A checkpoint row's serialised bytes: the checkpoint and its inline values.
 _CHECKPOINT_SIZE = func.length(checkpoints.c.checkpoint) + func.coalesce(
@@ -96,7 +99,8 @@ def list_threads(
     """Threads, newest activity first (``max(checkpoint_id)``, ties by thread id).
 
     With a ``limit``, O(offset + limit) threads through the index walk (see the module
-    docstring); ``limit=None`` lists every thread with one grouped query over the table.
+    docstring); ``limit=None`` (or ``offset + limit`` over :data:`WALK_MOST`) lists every
+    thread with one grouped query over the table.
 
     Args:
         conn: Connection.
@@ -128,8 +132,9 @@ def list_threads(
     if after is not None:
         region.append(c.checkpoint_id <= after[0])
         above.append(c.checkpoint_id > after[0])
-    if limit is None:
+    if limit is None or offset + limit > WALK_MOST:
         keys = _all_threads(conn, idle_before, after)[offset:]
+        keys = keys if limit is None else keys[:limit]
     else:
         keys = _walk(conn, st, offset + limit, region, above, after)[offset:]
     return _infos(conn, st, keys)
@@ -154,7 +159,7 @@ def _walk(
     seen: set[str] = set()
     found: list[str] = []
     below: str | None = None
-    size = max(FIRST_BATCH, 2 * want)
+    size = max(FIRST_BATCH, min(2 * want, LARGEST_BATCH))
     while len(found) < want:
         rows = conn.execute(walk_select(region, below, size)).all()
         done = len(rows) < size
@@ -179,7 +184,7 @@ def _walk(
         found += [k for _, k in sorted(fresh, key=lambda f: (f[0], str(f[1]))) if k not in newer]
         if done:
             break
-        size = min(2 * size, max(LARGEST_BATCH, 2 * want))
+        size = min(2 * size, LARGEST_BATCH)
     return found[:want]
 
 
