@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, insert
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._browse import walk_select
 from langgraph.checkpoint.sqlalchemy._listing import _page_select
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 
@@ -133,3 +134,40 @@ def test_filter_on_an_indexed_key_reads_the_index(saver: SQLAlchemySaver) -> Non
     else:
         assert "lgsa_metadata_index key=PRIMARY" in text, text
         assert "lgsa_checkpoints key=None" not in text, text
+
+
+def test_newest_threads_walk_the_checkpoint_id_index(saver: SQLAlchemySaver) -> None:
+    """``list_threads``' walk reads ``ix_lgsa_checkpoints_checkpoint_id`` backwards, index
+    only, with or without its keyset cursor and the ``idle_for``/``after`` bounds: no
+    table scan, no sort.
+
+    Batches of 64 (the first batch of a page of up to 32 threads). On this small
+    table, before VACUUM and ANALYZE, PostgreSQL prefers a scan and top-N sort for a
+    batch of 128 under a cursor (it guesses 820 rows of 10,000, a third of them below
+    the cursor); on a large table a batch is a small part of the estimate.
+    """
+    bulk_load(saver)
+    newest = f"1f000000-0000-6000-8000-{THREADS * PER_THREAD - 1:012}"
+    middle = f"1f000000-0000-6000-8000-{THREADS * PER_THREAD // 2:012}"
+    c = checkpoints.c
+    walks = [
+        walk_select([], None, 64),
+        walk_select([], middle, 64),
+        walk_select([c.checkpoint_id < newest, c.checkpoint_id <= middle], middle, 64),
+    ]
+    with raw(saver) as conn:
+        for stmt in walks:
+            text = "\n".join(explain(conn, saver, stmt))
+            assert "ix_lgsa_checkpoints_checkpoint_id" in text, text
+            assert "Seq Scan" not in text and "Sort" not in text, text  # PostgreSQL
+            assert "Index Only Scan" in text or conn.dialect.name != "postgresql", text
+            assert ("TEMP B-TREE" not in text and "COVERING INDEX" in text) or (
+                conn.dialect.name != "sqlite"
+            ), text
+            assert ("filesort" not in text and "Using index" in text) or (
+                conn.dialect.name not in ("mysql", "mariadb")
+            ), text
+    listed = saver.list_threads(limit=20)
+    assert [t.thread_id for t in listed] == [
+        f"t{t:04}" for t in range(THREADS - 1, THREADS - 21, -1)
+    ]

@@ -18,7 +18,6 @@ from sqlalchemy import (
     Connection,
     and_,
     delete,
-    distinct,
     func,
     insert,
     literal,
@@ -313,64 +312,6 @@ class ThreadInfo:
     bytes: int
 
 
-def list_threads(
-    conn: Connection, st: Statements, limit: int | None, offset: int, idle_before: str | None
-) -> list[ThreadInfo]:
-    """Threads, newest activity first (``max(checkpoint_id)``), from aggregates only.
-
-    Args:
-        conn: Connection.
-        st: The saver's statements (for its query builder's ``row_chunk``).
-        limit: Page size (None: all).
-        offset: Threads skipped (paging).
-        idle_before: Only threads whose newest checkpoint id sorts below this id
-            (:func:`id_at` of a cutoff time).
-    """
-    c = checkpoints
-    newest = func.max(c.c.checkpoint_id)
-    stmt = (
-        select(
-            c.c.thread_id,
-            func.count(),
-            func.count(distinct(c.c.checkpoint_ns)),
-            newest,
-            func.sum(
-                func.length(c.c.checkpoint) + func.coalesce(func.length(c.c.inline_values), 0)
-            ),
-            func.max(c.c.thread_id_full),  # the text of a digest key (one per key)
-        )
-        .group_by(c.c.thread_id)
-        .order_by(newest.desc(), c.c.thread_id)
-        .offset(offset)
-    )
-    if idle_before is not None:
-        stmt = stmt.having(newest < idle_before)
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    rows = conn.execute(stmt).all()
-    extra: dict[str, int] = {}
-    ids = [r[0] for r in rows]
-    for table in (blobs, writes):
-        for chunk in chunks(ids, st.qb.row_chunk):
-            for thread_id, size in conn.execute(
-                select(table.c.thread_id, func.sum(func.length(table.c.blob)))
-                .where(table.c.thread_id.in_(chunk))
-                .group_by(table.c.thread_id)
-            ):
-                extra[thread_id] = extra.get(thread_id, 0) + int(size or 0)
-    return [
-        ThreadInfo(
-            full_name(t, full),
-            int(n),
-            int(ns),
-            last,
-            checkpoint_time(last),
-            int(size or 0) + extra.get(t, 0),
-        )
-        for t, n, ns, last, size, full in rows
-    ]
-
-
 def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> list[str]:
     """Index the stored checkpoints for the ``keys`` that :data:`.schema.metadata_keys`
     does not list yet, and list them (:func:`._metaindex.backfill`): after this, filters
@@ -386,28 +327,6 @@ def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> l
     if todo:
         _metaindex.backfill(conn, st.put_metadata_index, todo)
     return todo
-
-
-def storage_stats(conn: Connection, thread_id: str | None) -> dict[str, dict[str, int]]:
-    """Rows and serialised bytes per table: ``{table: {"rows": n, "bytes": b}}``.
-
-    Bytes are the lengths of the serialised columns (checkpoint and ``inline_values``,
-    blob values, write values), not the database's page usage.
-    """
-    sizes = {
-        checkpoints: func.length(checkpoints.c.checkpoint)
-        + func.coalesce(func.length(checkpoints.c.inline_values), 0),
-        blobs: func.coalesce(func.length(blobs.c.blob), 0),
-        writes: func.coalesce(func.length(writes.c.blob), 0),
-    }
-    out: dict[str, dict[str, int]] = {}
-    for table, size in sizes.items():
-        stmt = select(func.count(), func.coalesce(func.sum(size), 0)).select_from(table)
-        if thread_id is not None:
-            stmt = stmt.where(table.c.thread_id == thread_id)
-        n, total = conn.execute(stmt).one()
-        out[table.name] = {"rows": int(n), "bytes": int(total)}
-    return out
 
 
 # -- transfer: what our tables hold of a copied thread ------------------------------------

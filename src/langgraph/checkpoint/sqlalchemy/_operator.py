@@ -144,43 +144,83 @@ class OperatorMethods:
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
 
     def list_threads(
-        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
+        self,
+        *,
+        limit: int | None = 100,
+        offset: int = 0,
+        idle_for: timedelta | None = None,
+        after: ThreadInfo | tuple[str, str] | str | None = None,
     ) -> builtins.list[ThreadInfo]:
         """Threads with their checkpoint counts and sizes, newest activity first.
 
-        Computed from columns and aggregates only: no checkpoint is deserialised, so
-        listing 100 threads of 10,000 checkpoints is one grouped query (plus one per
-        table for the sizes).
+        Newest activity is the thread's newest checkpoint id (ties by thread id). A page
+        is found by walking the checkpoint-id index backwards until ``offset + limit``
+        threads are met, then counting those threads only: its cost follows the
+        checkpoints written since the page's last thread was active, not the size of the
+        store. No checkpoint is deserialised.
 
         Args:
-            limit: Most threads returned (None: all).
-            offset: Threads skipped, for paging.
+            limit: Most threads returned (None: all threads, one grouped query over the
+                whole table, O(N)).
+            offset: Threads skipped, for paging (O(offset): they are walked). Prefer
+                ``after``.
             idle_for: Only threads whose newest checkpoint is older than this (judged by
-                its UUIDv6 checkpoint id, which LangGraph makes from the clock).
+                its UUIDv6 checkpoint id, which LangGraph makes from the clock). The walk
+                starts at the cutoff and passes over the older checkpoints of threads
+                still active; a store where most old checkpoints belong to active threads
+                makes it long (each candidate thread is checked by its primary key).
+            after: Cursor paging: the previous page's last :class:`ThreadInfo` (or its
+                ``(last_checkpoint_id, thread_id)``, or only its thread id, whose newest
+                checkpoint is then looked up). The page starts after it, in O(limit)
+                walked entries plus the older checkpoints of threads already listed.
 
         Returns:
             :class:`ThreadInfo` records, one a thread.
 
         Raises:
-            ValueError: ``limit`` or ``offset`` negative.
+            ValueError: ``limit`` or ``offset`` negative; ``after`` a thread id of a
+                thread without checkpoints.
+            TypeError: ``after`` of another type.
         """
-        return self._doors.drive(self._plans.list_threads(limit, offset, idle_for))
+        plan = self._plans.list_threads(limit, offset, idle_for, after)
+        return self._doors.drive(plan)
 
     async def alist_threads(
-        self, *, limit: int | None = 100, offset: int = 0, idle_for: timedelta | None = None
+        self,
+        *,
+        limit: int | None = 100,
+        offset: int = 0,
+        idle_for: timedelta | None = None,
+        after: ThreadInfo | tuple[str, str] | str | None = None,
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
-        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for))
+        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for, after))
 
-    def storage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
+    def storage_stats(
+        self, thread_id: str | None = None, *, estimate: bool = False
+    ) -> dict[str, dict[str, int]]:
         """Rows and serialised bytes per table, for the database or one thread.
 
-        Returns:
-            ``{table name: {"rows": int, "bytes": int}}``; bytes are the lengths of the
-            serialised columns, not the database's page usage.
-        """
-        return self._doors.drive(self._plans.storage_stats(thread_id))
+        Args:
+            thread_id: One thread's rows (always exact, by its primary key), or None for
+                the whole database.
+            estimate: Whole database: read the database's own statistics instead of
+                counting (O(1) instead of three full scans). PostgreSQL: ``reltuples``
+                (or the live-row counter before the first ``ANALYZE``) and
+                ``pg_total_relation_size``; MySQL/MariaDB: ``information_schema.tables``
+                (``table_rows``, ``data_length + index_length``); SQLite: the largest
+                rowid and the mean size of the newest 1,000 rows. Bytes are then the
+                storage used (pages, indexes) on PostgreSQL and MySQL/MariaDB, not the
+                serialised lengths; rows may lag recent writes.
 
-    async def astorage_stats(self, thread_id: str | None = None) -> dict[str, dict[str, int]]:
+        Returns:
+            ``{table name: {"rows": int, "bytes": int}}``; exact bytes are the lengths of
+            the serialised columns, not the database's page usage.
+        """
+        return self._doors.drive(self._plans.storage_stats(thread_id, estimate))
+
+    async def astorage_stats(
+        self, thread_id: str | None = None, *, estimate: bool = False
+    ) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
-        return await self._doors.adrive(self._plans.storage_stats(thread_id))
+        return await self._doors.adrive(self._plans.storage_stats(thread_id, estimate))

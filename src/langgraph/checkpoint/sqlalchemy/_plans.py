@@ -2,8 +2,8 @@
 
 A plan is a generator (:data:`._loops.Plan`) that checks and encodes a call's arguments
 (:mod:`._codec`), yields each database operation to run as ``(access, op, args)``
-(operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`), receives what it
-returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
+(operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`, :mod:`._browse`),
+receives what it returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
 engine, ``Runner.adrive`` on the async one: the method's logic is written once here, and
 the saver's two doors only differ in how they run it. :class:`Pages` is the plan of
 ``list()``, which yields checkpoints page by page instead of returning once.
@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from . import _codec, _history, _listing, _maintenance, _ops
+from . import _browse, _codec, _history, _listing, _maintenance, _ops
 from ._codec import PendingWrite
 from ._loops import Access, Call, Plan
 from ._maintenance import ThreadInfo
@@ -147,10 +147,13 @@ class Plans:
             yield Access.WRITE, op, (self.st, t, *extra)
 
     def list_threads(
-        self, limit: int | None, offset: int, idle_for: timedelta | None
+        self, limit: int | None, offset: int, idle_for: timedelta | None, after: object
     ) -> Plan[builtins.list[ThreadInfo]]:
         page = _codec.thread_page(limit, offset, idle_for)
-        call = Access.READ, _maintenance.list_threads, (self.st, *page)
+        cursor = _browse.cursor(after)
+        if isinstance(cursor, str):
+            cursor = _codec.thread(cursor)
+        call = Access.READ, _browse.list_threads, (self.st, *page, cursor)
         threads: builtins.list[ThreadInfo] = yield call
         return threads
 
@@ -159,9 +162,12 @@ class Plans:
         done: list[str] = yield Access.WRITE, _maintenance.reindex_metadata, (self.st, keys)
         return done
 
-    def storage_stats(self, thread_id: str | None) -> Plan[dict[str, dict[str, int]]]:
+    def storage_stats(
+        self, thread_id: str | None, estimate: bool
+    ) -> Plan[dict[str, dict[str, int]]]:
         key = _codec.thread(thread_id) if thread_id is not None else None
-        stats: dict[str, dict[str, int]] = yield Access.READ, _maintenance.storage_stats, (key,)
+        call = Access.READ, _browse.storage_stats, (self.st, key, bool(estimate))
+        stats: dict[str, dict[str, int]] = yield call
         return stats
 
 

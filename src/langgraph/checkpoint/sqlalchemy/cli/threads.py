@@ -8,6 +8,7 @@ Each is a thin layer over the saver's public methods (``list_threads``, ``list``
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,9 @@ def _thread_json(t: ThreadInfo) -> dict[str, Any]:
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
-        threads = saver.list_threads(limit=args.limit, offset=args.offset, idle_for=args.idle_for)
+        threads = saver.list_threads(
+            limit=args.limit, offset=args.offset, idle_for=args.idle_for, after=args.after
+        )
 
     def human() -> None:
         if not threads:
@@ -82,6 +85,8 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
                 for t in threads
             ],
         )
+        if len(threads) == args.limit:  # maybe more: the cursor of the next page
+            print(f"next page: --after {shlex.quote(threads[-1].thread_id)}")
 
     emit(args, [_thread_json(t) for t in threads], human)
     return 0
@@ -263,7 +268,7 @@ def cmd_copy_thread(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     only = [] if args.thread is None else [args.thread]
     with open_saver(args, threads=only, what="no statistics") as saver:
-        tables = saver.storage_stats(args.thread)
+        tables = saver.storage_stats(args.thread, estimate=args.fast)
         threads = [] if args.thread else saver.list_threads(limit=args.top)
     data: dict[str, Any] = {"tables": tables}
     if not args.thread:
@@ -299,7 +304,12 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         tsub, common, "list", cmd_threads_list, "threads, newest activity first (no decoding)"
     )
     ls.add_argument("--limit", type=count, default=50, help="threads a page (default 50)")
-    ls.add_argument("--offset", type=count, default=0, help="threads skipped (paging)")
+    ls.add_argument(
+        "--after",
+        metavar="THREAD",
+        help="the page after this thread (the last of the previous page; cheaper than --offset)",
+    )
+    ls.add_argument("--offset", type=count, default=0, help="threads skipped (slow when large)")
     ls.add_argument("--idle-for", type=duration, help="only threads idle this long (30d, 12h)")
     show = add_command(tsub, common, "show", cmd_threads_show, "a thread's checkpoint history")
     show.add_argument("thread")
@@ -324,3 +334,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     stats = add_command(sub, common, "stats", cmd_stats, "rows and bytes per table and thread")
     stats.add_argument("--thread", help="only this thread")
     stats.add_argument("--top", type=count, default=10, help="threads listed (default 10)")
+    stats.add_argument(
+        "--fast",
+        action="store_true",
+        help="table totals from the database's statistics (estimates) instead of counting",
+    )

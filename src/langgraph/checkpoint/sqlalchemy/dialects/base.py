@@ -378,6 +378,16 @@ class QueryBuilder(LeaseRows, ABC):
         (the default: the error is raised as it is)."""
         return None
 
+    def table_estimates(
+        self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
+    ) -> dict[str, dict[str, int]] | None:
+        """``{table name: {"rows": n, "bytes": b}}`` of the tables of ``sizes`` (each
+        with the expression of a row's serialised bytes), non-negative estimates from the
+        database's own statistics in O(1) (``storage_stats(estimate=True)``), or None
+        (the default: no statistics; the caller counts exactly). The connection's
+        ``schema_translate_map`` names the schema."""
+        return None
+
     # -- schema and migrations -------------------------------------------------------
 
     def ensure_schema(self, connection: Connection, schema: str | None) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    bindparam,
     cast,
     delete,
     event,
@@ -38,6 +39,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    text,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
@@ -63,6 +65,14 @@ _MIGRATION_LEASE_NAME = "lgsa/migrations"
 MYSQL_RECURSION_LIMIT = 100_001
 
 _EXTRA = 'pip install "langgraph-checkpoint-sqlalchemy[mysql]"'
+
+
+#: Rows and storage of the saver's tables from ``information_schema``.
+_ESTIMATES = text(
+    "SELECT table_name, table_rows, data_length + index_length "
+    "FROM information_schema.tables "
+    "WHERE table_schema = coalesce(:schema, database()) AND table_name IN :names"
+).bindparams(bindparam("names", expanding=True))
 
 
 class MySQLQueryBuilder(QueryBuilder):
@@ -234,6 +244,26 @@ class MySQLQueryBuilder(QueryBuilder):
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
         """``JSON_CONTAINS_PATH`` with a quoted path."""
         return func.json_contains_path(column, "one", literal(_path(key), Text)) == 1
+
+    def table_estimates(
+        self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
+    ) -> dict[str, dict[str, int]] | None:
+        """``information_schema.tables``: ``table_rows`` (InnoDB's estimate) and
+        ``data_length + index_length`` (storage, not serialised lengths; MySQL 8 caches
+        both for ``information_schema_stats_expiry`` seconds)."""
+        schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
+        names = [t.name for t in sizes]
+        found = {
+            (name.decode() if isinstance(name, bytes) else str(name)): (rows, size)
+            for name, rows, size in connection.execute(
+                _ESTIMATES, {"schema": schema, "names": names}
+            )
+        }
+        out = {}
+        for name in names:
+            rows, size = found.get(name, (0, 0))
+            out[name] = {"rows": max(int(rows or 0), 0), "bytes": max(int(size or 0), 0)}
+        return out
 
     def value_limit(self, connection: Connection) -> int | None:
         """Half of ``max_allowed_packet`` (read once per saver): the statement travels as

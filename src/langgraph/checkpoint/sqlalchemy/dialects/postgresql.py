@@ -27,6 +27,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    text,
     tuple_,
 )
 from sqlalchemy.dialects import postgresql
@@ -41,6 +42,17 @@ from .base import QueryBuilder
 __all__ = ["PostgreSQLQueryBuilder"]
 
 _EXTRA = 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"'
+
+#: Rows and storage of the saver's tables from the catalog: ``reltuples`` (-1 before the
+#: first VACUUM or ANALYZE), the statistics system's live-row counter, and the pages of
+#: the table with its indexes and TOAST.
+_ESTIMATES = text(
+    "SELECT c.relname, c.reltuples, s.n_live_tup, pg_total_relation_size(c.oid) "
+    "FROM pg_catalog.pg_class c "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
+    "WHERE n.nspname = coalesce(:schema, current_schema()) AND c.relname IN :names"
+).bindparams(bindparam("schema", type_=Text), bindparam("names", expanding=True))
 
 
 class PostgreSQLQueryBuilder(QueryBuilder):
@@ -133,6 +145,27 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         """The JSONB ``?`` operator."""
         has: ColumnElement[bool] = column.op("?", return_type=Boolean)(literal(key, Text))
         return has
+
+    def table_estimates(
+        self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
+    ) -> dict[str, dict[str, int]] | None:
+        """The live-row counter (``pg_stat_user_tables.n_live_tup``, or ``reltuples``
+        while the counter is empty) and ``pg_total_relation_size``: storage, not
+        serialised lengths."""
+        schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
+        names = [t.name for t in sizes]
+        found = {
+            str(name): (reltuples, live, size)
+            for name, reltuples, live, size in connection.execute(
+                _ESTIMATES, {"schema": schema, "names": names}
+            )
+        }
+        out = {}
+        for name in names:
+            reltuples, live, size = found.get(name, (0, None, 0))
+            rows = live if live else reltuples  # the counter is the fresher
+            out[name] = {"rows": max(int(rows or 0), 0), "bytes": max(int(size or 0), 0)}
+        return out
 
     @contextmanager
     def migration_lock(self, connection: Connection) -> Iterator[None]:
