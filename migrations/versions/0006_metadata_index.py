@@ -108,6 +108,7 @@ def upgrade() -> None:
                 name=qb.primary_key_name("pk_lgsa_metadata_index"),
             ),
             schema=schema,
+            sqlite_with_rowid=False,
             **MYSQL_TABLE_OPTIONS,
         )
         op.create_index(
