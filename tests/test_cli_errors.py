@@ -122,6 +122,7 @@ def every_command(url: str, tmp_path: Path) -> list[list[str]]:
         ["current", *u],
         ["current", "--check", *u],
         ["stamp", "head", *u],
+        ["reindex-metadata", "tenant", *u],
         ["threads", "list", *u],
         ["threads", "show", "t0", *u],
         ["threads", "show", "t0", "--checkpoint", "x", *u],
@@ -156,6 +157,7 @@ READ_ONLY = [
     ["prune", "t0", "--yes"],
     ["copy-thread", "t0", "t9"],
     ["stamp", "head"],
+    ["reindex-metadata", "tenant"],
 ]
 
 

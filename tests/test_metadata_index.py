@@ -149,3 +149,21 @@ def test_bad_index_keys_are_refused() -> None:
     for bad, error in ((["x" * 41], ValueError), ([""], ValueError), ("user_id", TypeError)):
         with pytest.raises(error):
             SQLAlchemySaver.from_conn_string(":memory:", metadata_index_keys=bad)
+
+
+def test_cli_reindexes_a_key(tmp_path: Any) -> None:
+    from langgraph.checkpoint.sqlalchemy import cli
+
+    url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        saver.put(cfg("a"), empty_checkpoint(), {"tenant": "acme"}, {})
+    assert cli.main(["reindex-metadata", "tenant", "--url", url]) == 0
+    assert cli.main(["reindex-metadata", "tenant", "--url", url]) == 0  # nothing left
+    with SQLAlchemySaver.from_conn_string(url, metadata_index_keys=["tenant"]) as saver:
+        assert saver._st.indexed_keys is not None
+        assert [
+            t.config["configurable"]["thread_id"]
+            for t in saver.list(None, filter={"tenant": "acme"})
+        ] == ["a"]
+        assert index_rows(saver) == 1

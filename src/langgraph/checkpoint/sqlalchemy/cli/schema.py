@@ -1,5 +1,5 @@
 """CLI commands on the schema of the checkpoint tables: ``upgrade``, ``downgrade``,
-``current``, ``stamp``, and their parsers (:func:`add_commands`).
+``current``, ``stamp``, ``reindex-metadata``, and their parsers (:func:`add_commands`).
 
 Each is a thin layer over :mod:`langgraph.checkpoint.sqlalchemy.migrate` on one write
 transaction (:func:`.common.schema_connection`); ``--sql`` prints the DDL offline. Each
@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import add_command, confirm, emit, resolve, schema_connection, where
+from .common import add_command, confirm, emit, open_saver, resolve, schema_connection, where
 
 
 def _state(current: str | None) -> str:
@@ -112,6 +112,23 @@ def cmd_stamp(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reindex_metadata(args: argparse.Namespace) -> int:
+    from ..saver import SQLAlchemySaver
+
+    with open_saver(args) as saver:
+        keys = SQLAlchemySaver(
+            saver.engine, saver.async_engine, schema=saver.schema, metadata_index_keys=args.key
+        ).reindex_metadata()
+    emit(
+        args,
+        {"indexed": keys},
+        lambda: print(
+            f"indexed {', '.join(keys)}" if keys else "nothing to index: every key is indexed"
+        ),
+    )
+    return 0
+
+
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the schema commands to the CLI's subparsers ``sub``.
 
@@ -137,3 +154,13 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         sub, common, "stamp", cmd_stamp, "record REVISION as current without migrating"
     )
     stamp.add_argument("revision")
+    reindex = add_command(
+        sub,
+        common,
+        "reindex-metadata",
+        cmd_reindex_metadata,
+        "index the stored checkpoints for metadata keys (SQLite, MySQL/MariaDB)",
+    )
+    reindex.add_argument(
+        "key", nargs="+", help="metadata keys to index (list every key writers index)"
+    )
