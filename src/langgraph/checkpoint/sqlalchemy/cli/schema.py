@@ -13,7 +13,16 @@ import argparse
 import sys
 from typing import Any
 
-from .common import add_command, confirm, emit, open_saver, resolve, schema_connection, where
+from .common import (
+    CommandError,
+    add_command,
+    confirm,
+    emit,
+    open_saver,
+    resolve,
+    schema_connection,
+    where,
+)
 
 
 def _state(current: str | None) -> str:
@@ -113,8 +122,14 @@ def cmd_stamp(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex_metadata(args: argparse.Namespace) -> int:
+    from .._display import masked_text
+    from .._metaindex import checked_keys
     from ..saver import SQLAlchemySaver
 
+    try:
+        checked_keys(args.key)  # before connecting; its message masked (a URL given as key)
+    except ValueError as e:
+        raise CommandError(masked_text(str(e)), 2) from e
     with open_saver(args) as saver:
         keys = SQLAlchemySaver(
             saver.engine, saver.async_engine, schema=saver.schema, metadata_index_keys=args.key
