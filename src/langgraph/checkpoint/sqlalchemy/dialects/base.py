@@ -359,8 +359,7 @@ class QueryBuilder(LeaseRows, ABC):
     # -- value sizes and errors ------------------------------------------------------
 
     def value_limit(self, connection: Connection) -> int | None:
-        """Largest value (bytes) one statement may carry on this server, or None (the
-        default: no check before writing)."""
+        """Largest value (bytes) a statement may carry here, or None (default: no check)."""
         return None
 
     def too_large(self, size: int, limit: int) -> ValueTooLargeError:
@@ -377,6 +376,9 @@ class QueryBuilder(LeaseRows, ABC):
         """A typed error for a database error that has a known cause and remedy, or None
         (the default: the error is raised as it is)."""
         return None
+
+    def serial_reads(self, connection: Connection) -> None:
+        """No parallel plan for the rest of this read transaction (default: nothing)."""
 
     def table_estimates(
         self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
