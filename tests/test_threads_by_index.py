@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from langgraph.checkpoint.sqlalchemy import ThreadInfo
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, ThreadInfo
 from langgraph.checkpoint.sqlalchemy._maintenance import id_at
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints, stored_full
 
@@ -207,3 +207,16 @@ def test_cli_pages_by_cursor_and_fast_stats(
     exact = json.loads(capsys.readouterr().out)
     assert fast["tables"]["lgsa_checkpoints"]["rows"] == exact["tables"]["lgsa_checkpoints"]["rows"]
     assert [t["thread_id"] for t in fast["threads"]] == full[:10]
+
+
+def test_an_unknown_cursor_is_a_typed_one_line_error(tmp_path: Any) -> None:
+    from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, cli
+
+    url = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        for bad in ("nope", ""):
+            with pytest.raises(CheckpointConfigError, match="after"):
+                saver.list_threads(limit=2, after=bad)
+    for bad in ("nope", ""):
+        assert cli.main(["threads", "list", "--after", bad, "--url", url]) == 2

@@ -25,6 +25,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ._maintenance import ThreadInfo, checkpoint_time
 from ._ops import Statements, chunks
+from .errors import CheckpointConfigError
 from .schema import blobs, checkpoints, full_name, name_key, writes
 
 #: Index entries read by the walk's first batch at the least, and by any later batch at
@@ -57,12 +58,18 @@ def cursor(after: object) -> Cursor | str | None:
 
     Raises:
         TypeError: ``after`` is none of these.
+        CheckpointConfigError: ``after`` is an empty thread id.
     """
     if after is None:
         return None
     if isinstance(after, ThreadInfo):
         return (after.last_checkpoint_id, after.thread_id)
     if isinstance(after, str):
+        if not after:
+            raise CheckpointConfigError(
+                "list_threads: after is an empty thread id; pass the last thread id (or "
+                "ThreadInfo) of the previous page"
+            )
         return after
     if isinstance(after, tuple) and len(after) == 2 and all(isinstance(x, str) for x in after):
         return (after[0], after[1])
@@ -115,14 +122,17 @@ def list_threads(
         The page of :class:`ThreadInfo`.
 
     Raises:
-        ValueError: ``after`` names a thread that has no checkpoint.
+        CheckpointConfigError: ``after`` names a thread that has no checkpoint.
     """
     c = checkpoints.c
     if isinstance(after, str):
         newest = conn.execute(select(func.max(c.checkpoint_id)).where(c.thread_id == after))
         last_id = newest.scalar()
         if last_id is None:
-            raise ValueError(f"list_threads: after names thread {after!r}, which has no checkpoint")
+            raise CheckpointConfigError(
+                f"list_threads: after={after!r} names a thread that has no checkpoint; pass "
+                "the last ThreadInfo of the previous page, or a thread id it listed"
+            )
         after = (str(last_id), after)
     region: list[ColumnElement[bool]] = []
     above: list[ColumnElement[bool]] = []

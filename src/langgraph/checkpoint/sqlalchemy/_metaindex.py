@@ -12,8 +12,8 @@ index on the JSONB column serves every key through containment
 
 Keys served without this table, by the checkpoints table's own indexed columns:
 ``source``, ``step`` and ``run_id``. Keys indexed by default: :data:`DEFAULT_KEYS`
-(what the LangGraph server and applications filter threads by). The saver's
-``metadata_index_keys`` option names others; a key is used for filters once
+(what the LangGraph server and applications filter threads by), always. The saver's
+``metadata_index_keys`` option names more; a key is used for filters once
 :data:`.schema.metadata_keys` lists it, that is once every stored checkpoint has its row
 (migration 0006 for the defaults, :meth:`.SQLAlchemySaver.reindex_metadata` for others).
 Filters on other keys still work, by a scan.
@@ -60,8 +60,10 @@ _BATCH = 2000
 
 
 def checked_keys(keys: Collection[str] | None) -> tuple[str, ...]:
-    """The saver's ``metadata_index_keys`` option checked: :data:`DEFAULT_KEYS` for None,
-    else the keys as given (sorted, duplicates and :data:`PROMOTED_KEYS` dropped).
+    """The saver's ``metadata_index_keys`` option checked: the keys to index besides
+    :data:`DEFAULT_KEYS`, which are always indexed (a writer that left one out would
+    hide its checkpoints from every other process's filters). Returns the union, sorted,
+    without :data:`PROMOTED_KEYS`.
 
     Raises:
         TypeError: ``keys`` is a bare string or holds a non-string.
@@ -72,7 +74,7 @@ def checked_keys(keys: Collection[str] | None) -> tuple[str, ...]:
         return DEFAULT_KEYS
     if isinstance(keys, (str, bytes)):
         raise TypeError("metadata_index_keys must be a collection of keys, not a string")
-    out = set()
+    out = set(DEFAULT_KEYS)
     for key in keys:
         if not isinstance(key, str):
             raise TypeError(f"metadata_index_keys holds {type(key).__name__}, not a key")

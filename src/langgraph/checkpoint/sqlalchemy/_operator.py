@@ -178,8 +178,9 @@ class OperatorMethods:
             :class:`ThreadInfo` records, one a thread.
 
         Raises:
-            ValueError: ``limit`` or ``offset`` negative; ``after`` a thread id of a
-                thread without checkpoints.
+            ValueError: ``limit`` or ``offset`` negative.
+            CheckpointConfigError: ``after`` an empty thread id, or one of a thread
+                without checkpoints.
             TypeError: ``after`` of another type.
         """
         plan = self._plans.list_threads(limit, offset, idle_for, after)

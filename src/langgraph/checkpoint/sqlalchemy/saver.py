@@ -145,13 +145,13 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
             passes to ``put``) or a list of key names (e.g. ``["run_id"]``, which
             :meth:`delete_for_runs` needs). Metadata is stored in clear even under
             ``EncryptedSerializer``: see docs/guarantees.md.
-        metadata_index_keys: Metadata keys whose equality filters are served by an
-            index on SQLite and MySQL/MariaDB (PostgreSQL indexes every key, GIN); None
-            (default): ``thread_id``, ``user_id``, ``assistant_id``, ``graph_id``
-            (``source``, ``step`` and ``run_id`` are indexed columns anyway). Every
+        metadata_index_keys: More metadata keys whose equality filters an index
+            serves on SQLite and MySQL/MariaDB (PostgreSQL's GIN index serves every key),
+            besides ``thread_id``, ``user_id``, ``assistant_id`` and ``graph_id``, always
+            indexed (``source``, ``step`` and ``run_id`` are indexed columns). Every
             process writing to the database must list the same keys; a key added later
             serves filters once :meth:`reindex_metadata` has indexed the stored
-            checkpoints. See docs/operations.md.
+            checkpoints (until then a filter on it scans). See docs/concepts.md.
 
     Raises:
         ValueError: Neither engine was given, ``inline_limit`` is out of range,

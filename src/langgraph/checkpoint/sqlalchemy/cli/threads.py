@@ -270,13 +270,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     with open_saver(args, threads=only, what="no statistics") as saver:
         tables = saver.storage_stats(args.thread, estimate=args.fast)
         threads = [] if args.thread else saver.list_threads(limit=args.top)
-    data: dict[str, Any] = {"tables": tables}
+    estimated = args.fast and args.thread is None  # per-thread figures are always exact
+    data: dict[str, Any] = {"tables": tables, "estimated": estimated}
     if not args.thread:
         data["threads"] = [_thread_json(t) for t in threads]
 
     def human() -> None:
+        if estimated:
+            print("estimated from the database's statistics (storage size; exact: without --fast)")
         _table(
-            ["TABLE", "ROWS", "BYTES"],
+            ["TABLE", "~ROWS" if estimated else "ROWS", "~BYTES" if estimated else "BYTES"],
             [(name, t["rows"], _size(t["bytes"])) for name, t in tables.items()],
         )
         if threads:
