@@ -62,11 +62,12 @@ def _page_select(
     stmt = select(*CHECKPOINT_COLUMNS).where(*query.where)
     indexed = query.index_keys & st.indexed_keys(conn) if query.filters else frozenset()
     for key, value in query.filters:
+        # metadata_equals, its check done once for both conditions.
         name, text = st.qb.check_filter(key, value)
         found = st.qb.metadata_index_filter(checkpoints, name, text, name in indexed)
         if found is not None:
             stmt = stmt.where(found)
-        stmt = stmt.where(st.qb.metadata_equals(c.metadata, key, value, conn.dialect))
+        stmt = stmt.where(st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect))
     if cursor is not None and query.order:
         # Keyset pagination, thread and namespace fixed: older ids than the last row's.
         stmt = stmt.where(c.checkpoint_id < cursor[2])

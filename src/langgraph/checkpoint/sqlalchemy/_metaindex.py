@@ -188,15 +188,8 @@ def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int
         rows = []
         for thread_id, ns, checkpoint_id, meta in batch:
             if isinstance(meta, dict):
-                rows += index_rows(
-                    {
-                        "thread_id": thread_id,
-                        "checkpoint_ns": ns,
-                        "checkpoint_id": checkpoint_id,
-                        "metadata": {k: meta[k] for k in keys if k in meta},
-                    },
-                    keys,
-                )
+                row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+                rows += index_rows({**row, "metadata": meta}, keys)
         if rows:
             conn.execute(insert_ignore, rows)
             written += len(rows)
