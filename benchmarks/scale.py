@@ -46,18 +46,20 @@ WARM = 3
 
 @dataclass(frozen=True)
 class Calls:
-    """Timed calls per operation and size (at most; ``budget`` seconds cut it short)."""
+    """Timed calls per operation, saver and size (at most; ``budget`` seconds cut it short),
+    spread over ``rounds``."""
 
     reads: int = 100  # get_tuple latest / by id, list(thread) (warm-up calls included)
     scans: int = 30  # list(None), list_threads, filter
     deletes: int = 20
     prunes: int = 5  # calls of 100 threads each
     prune_batch: int = 100
-    budget: float = 10.0  # seconds per operation, impl and size (at least 3 calls)
+    budget: float = 10.0  # seconds per operation, impl and size (at least 3 calls a round)
+    rounds: int = 3  # every size is timed in every round
 
 
 FULL_CALLS = Calls()
-QUICK_CALLS = Calls(reads=20, scans=10, deletes=5, prunes=2, prune_batch=30, budget=5.0)
+QUICK_CALLS = Calls(reads=20, scans=10, deletes=5, prunes=2, prune_batch=30, budget=5.0, rounds=2)
 
 
 def sizes_for(dialect: str, base: tuple[int, ...], cap: int | None) -> list[int]:
@@ -77,6 +79,12 @@ def impls(dialect: str) -> tuple[str, ...]:
 class Scale:
     """The run: ``raw[(dialect, impl, op)][size]`` = per-call seconds; ``load`` the loading
     times.
+
+    Every size has its own store per saver, and all of them exist at once: the sizes are
+    timed side by side in rounds (each round times every operation at every size, the
+    order of the sizes turning from round to round), so that what the machine does over
+    the run's half hour (the page cache, other processes, the server's background work)
+    falls on every size alike instead of on whichever size was timed last.
 
     Args:
         servers: Where the stores live.
@@ -104,86 +112,101 @@ class Scale:
             self.dialect(dialect)
 
     def dialect(self, dialect: str) -> None:
-        reps: dict[str, Replicator] = {}
-        stores = {impl: self.servers.new_store(dialect) for impl in impls(dialect)}
+        reps: dict[tuple[int, str], Replicator] = {}
         try:
-            for impl, store in stores.items():
-                t0 = time.perf_counter()
-                write_template(impl, store)
-                reps[impl] = Replicator(store, self.log)
-                self.log(
-                    f"{dialect}/{impl}: template thread in {time.perf_counter() - t0:.2f} s, "
-                    f"{reps[impl].rows_per_thread} rows a thread in "
-                    f"{', '.join(t.name for t in reps[impl].tables)}"
-                )
-            gone: set[int] = set()
             for size in self.sizes[dialect]:
-                self.grow(dialect, size, reps)
-                self.measure(dialect, size, reps, gone)
+                for impl in impls(dialect):
+                    reps[size, impl] = self.grow(dialect, size, impl)
+            t0 = time.perf_counter()
+            for rep in reps.values():
+                rep.settle()
+            self.log(
+                f"{dialect}: load written out (CHECKPOINT / sync) in "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
+            self.measure(dialect, reps)
         finally:
             for rep in reps.values():
                 rep.close()
-            for store in stores.values():
-                self.servers.drop(store)
+                self.servers.drop(rep.store)
 
-    def grow(self, dialect: str, size: int, reps: dict[str, Replicator]) -> None:
-        """Grow every saver's store to ``size``, one after the other (side by side, the
-        two loaders fight over the GIL and both go slower)."""
-        threads = size // PER_THREAD
-        for impl, rep in reps.items():
-            self.log(f"{dialect}/{impl}: growing to {size:,} checkpoints")
-            before = rep.threads
-            seconds = rep.grow(threads)
-            added = (threads - before) * PER_THREAD
-            self.load.append(
-                {
-                    "dialect": dialect,
-                    "impl": impl,
-                    "size": size,
-                    "added": added,
-                    "seconds": round(seconds, 2),
-                    "ckpt_per_s": round(added / seconds) if seconds else None,
-                }
-            )
+    def grow(self, dialect: str, size: int, impl: str) -> Replicator:
+        """A new store of ``impl`` holding ``size`` checkpoints (the stores grow one after
+        the other: side by side, two loaders fight over the GIL and both go slower)."""
+        store = self.servers.new_store(dialect)
         t0 = time.perf_counter()
-        for rep in reps.values():
-            rep.settle()
+        write_template(impl, store)
+        rep = Replicator(store, self.log)
         self.log(
-            f"{dialect}: load written out (CHECKPOINT / sync) in {time.perf_counter() - t0:.1f} s"
+            f"{dialect}/{impl}: template thread in {time.perf_counter() - t0:.2f} s, "
+            f"{rep.rows_per_thread} rows a thread in {', '.join(t.name for t in rep.tables)}; "
+            f"growing to {size:,} checkpoints"
         )
+        seconds = rep.grow(size // PER_THREAD)
+        added = size - PER_THREAD
+        self.load.append(
+            {
+                "dialect": dialect,
+                "impl": impl,
+                "size": size,
+                "added": added,
+                "seconds": round(seconds, 2),
+                "ckpt_per_s": round(added / seconds) if seconds else None,
+            }
+        )
+        return rep
 
-    def measure(self, dialect: str, size: int, reps: dict[str, Replicator], gone: set[int]) -> None:
+    def samples(self, size: int) -> list[_Sample]:
+        """One :class:`_Sample` a round for a store of ``size``: random threads, no thread
+        in two samples (a thread deleted or pruned is never read again)."""
         c = self.calls
         threads = size // PER_THREAD
-        need = c.reads + c.deletes + 1 + (c.prunes + 1) * c.prune_batch
-        rng = random.Random(size)
-        candidates = rng.sample(range(1, threads), min(threads - 1, need + len(gone)))
-        chosen = [i for i in candidates if i not in gone][:need]
-        if len(chosen) < need:
+        per = _split(c.reads, c.rounds), _split(c.deletes, c.rounds), _split(c.prunes, c.rounds)
+        need = sum(r + d + 1 + (p + 1) * c.prune_batch for r, d, p in zip(*per, strict=True))
+        if threads - 1 < need:
             raise ValueError(f"{size:,} checkpoints: too few threads for {need} sample threads")
-        readers = chosen[: c.reads]
-        victims = chosen[c.reads : c.reads + c.deletes + 1]
-        rest = chosen[c.reads + c.deletes + 1 :]
-        pruned = [rest[k : k + c.prune_batch] for k in range(0, len(rest), c.prune_batch)]
-        gone.update(victims, rest)
+        chosen = random.Random(size).sample(range(1, threads), need)
+        out = []
+        for reads, deletes, prunes in zip(*per, strict=True):
+            readers, chosen = chosen[:reads], chosen[reads:]
+            victims, chosen = chosen[: deletes + 1], chosen[deletes + 1 :]
+            cut = (prunes + 1) * c.prune_batch
+            rest, chosen = chosen[:cut], chosen[cut:]
+            pruned = [rest[k : k + c.prune_batch] for k in range(0, len(rest), c.prune_batch)]
+            out.append(_Sample(readers, victims, pruned, _split(c.scans, c.rounds)[0]))
+        return out
 
-        sample = _Sample(readers, victims, pruned, c.scans)
+    def measure(self, dialect: str, reps: dict[tuple[int, str], Replicator]) -> None:
+        c = self.calls
+        sizes = self.sizes[dialect]
+        samples = {size: self.samples(size) for size in sizes}
         with ExitStack() as stack:
             savers = {
-                impl: stack.enter_context(open_sync(impl, rep.store)) for impl, rep in reps.items()
+                key: stack.enter_context(open_sync(key[1], rep.store)) for key, rep in reps.items()
             }
-            for op, _label, ours_only, _target in OPS:
-                for impl, saver in savers.items():
-                    if ours_only and impl != "ours":
-                        continue
-                    warm = 1 if op in ("delete_thread", "prune") else WARM
-                    calls = op_calls(op, saver, reps[impl], sample)
-                    seconds = _time(calls, c.budget, warm)
-                    self.raw.setdefault((dialect, impl, op), {})[size] = seconds
-                    self.log(
-                        f"{dialect} {size:>9,} {impl:8} {op:14} "
-                        f"{statistics.median(seconds) * 1000:9.2f} ms ({len(seconds)} calls)"
-                    )
+            for n in range(c.rounds):
+                order = sizes[n % len(sizes) :] + sizes[: n % len(sizes)]
+                for op, _label, ours_only, _target in OPS:
+                    for size in order:
+                        for impl in impls(dialect)[:: 1 if n % 2 == 0 else -1]:
+                            if ours_only and impl != "ours":
+                                continue
+                            warm = 1 if op in ("delete_thread", "prune") else WARM
+                            rep, sample = reps[size, impl], samples[size][n]
+                            calls = op_calls(op, savers[size, impl], rep, sample)
+                            seconds = _time(calls, c.budget / c.rounds, warm)
+                            got = self.raw.setdefault((dialect, impl, op), {})
+                            got.setdefault(size, []).extend(seconds)
+                            self.log(
+                                f"{dialect} round {n + 1} {size:>9,} {impl:8} {op:14} "
+                                f"{statistics.median(seconds) * 1000:9.2f} ms "
+                                f"({len(seconds)} calls)"
+                            )
+
+
+def _split(total: int, rounds: int) -> list[int]:
+    """``total`` calls over ``rounds`` rounds (at least 1 a round)."""
+    return [max(1, total // rounds + (1 if k < total % rounds else 0)) for k in range(rounds)]
 
 
 @dataclass(frozen=True)
@@ -247,7 +270,9 @@ def _one_thread(saver: Any, filter: dict[str, Any]) -> None:
 
 def _time(calls: list[Callable[[], Any]], budget: float, warm: int = 1) -> list[float]:
     """Make the first ``warm`` calls untimed (fewer if they take over ``budget / 4``), then
-    time the rest until ``budget`` seconds (at least 3 calls)."""
+    time the rest until ``budget`` seconds (at least 3 calls, and at least one whatever
+    ``warm`` asks)."""
+    warm = min(warm, len(calls) - 1)
     t_warm = time.perf_counter() + budget / 4
     for call in calls[:warm]:
         call()

@@ -21,7 +21,7 @@ from benchmarks.scale import (
 )
 from benchmarks.scaleload import Replicator, thread_id, user_id, write_template
 
-TINY = Calls(reads=6, scans=3, deletes=2, prunes=1, prune_batch=5, budget=1.0)
+TINY = Calls(reads=8, scans=3, deletes=2, prunes=1, prune_batch=5, budget=1.0, rounds=2)
 
 
 def test_sizes_capped() -> None:
@@ -60,7 +60,7 @@ def test_replicated_threads_are_distinct_and_ordered() -> None:
 def test_scale_run_reports_every_operation(tmp_path: Path) -> None:
     servers = Servers(("sqlite",))
     try:
-        scale = Scale(servers, {"sqlite": [300, 600]}, TINY, lambda _m: None)
+        scale = Scale(servers, {"sqlite": [400, 600]}, TINY, lambda _m: None)
         scale.run()
     finally:
         servers.close()
@@ -70,10 +70,10 @@ def test_scale_run_reports_every_operation(tmp_path: Path) -> None:
     assert ours == {op for op, *_ in OPS}
     assert official == {op for op, _, ours_only, _ in OPS if not ours_only}
     for r in result:
-        assert set(r["ms"]) == {"300", "600"} and r["growth"] is not None
+        assert set(r["ms"]) == {"400", "600"} and r["growth"] is not None
         assert (r["pass"] is None) == (r["impl"] != "ours")
     assert {(r["impl"], r["size"]) for r in scale.load} == {
-        (i, s) for i in ("ours", "official") for s in (300, 600)
+        (i, s) for i in ("ours", "official") for s in (400, 600)
     }
     table = tables(result)
     assert "| list_threads(limit=20) | ours |" in table and "SqliteSaver" in table
