@@ -229,7 +229,7 @@ def _infos(conn: Connection, st: Statements, keys: Sequence[str]) -> list[Thread
     c = checkpoints.c
     rows: dict[str, Any] = {}
     extra: dict[str, int] = {}
-    st.qb.serial_reads(conn)  # a few hundred rows: no parallel plan (PostgreSQL)
+    st.qb.small_reads(conn)  # a few hundred rows: no parallel plan, no JIT (PostgreSQL)
     for chunk in chunks(keys, st.qb.row_chunk):
         stmt = (
             select(

@@ -377,8 +377,8 @@ class QueryBuilder(LeaseRows, ABC):
         (the default: the error is raised as it is)."""
         return None
 
-    def serial_reads(self, connection: Connection) -> None:
-        """No parallel plan for the rest of this read transaction (default: nothing)."""
+    def small_reads(self, connection: Connection) -> None:
+        """No parallel plan or JIT for the rest of this read transaction (default: nothing)."""
 
     def table_estimates(
         self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]
