@@ -1,8 +1,8 @@
 """``python -m benchmarks [--quick] [--out PATH] [--markdown]``: run every workload on our
 saver and the official savers, interleaved in this process, print the ratios, write JSON.
 
-``python -m benchmarks --scale [--quick] [--scale-max N]``: grow a store in steps and
-time each operation at each size (:mod:`.scale`).
+``python -m benchmarks --scale [--quick] [--scale-max N]``: stores of growing sizes, each
+operation timed at each size, side by side (:mod:`.scale`).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale",
         action="store_true",
-        help="the scale run: grow a store 10k -> 100k -> 1M checkpoints (MariaDB to 300k; "
-        "--quick: 2k -> 20k) and time each operation at each size",
+        help="the scale run: stores of 10k, 100k and 1M checkpoints (MariaDB to 300k; "
+        "--quick: 2k, 20k), each operation timed at each size",
     )
     parser.add_argument(
         "--scale-max", type=int, metavar="N", help="with --scale: stop at N checkpoints"

@@ -1,10 +1,10 @@
 """``python -m benchmarks --scale``: the cost of each operation as a store grows (issue 16).
 
-Per dialect, one store per saver (ours, and the official SqliteSaver / PostgresSaver
-beside it) grows in steps (10,000 -> 100,000 -> 1,000,000 checkpoints; MariaDB to
-300,000) through :mod:`.scaleload`. At each size every operation is timed call by call,
-warm (one untimed call first), the savers alternating operation by operation; the cost is
-the median call. Only public saver methods are called, so whatever HEAD's saver does is
+Per dialect and size (10,000, 100,000 and 1,000,000 checkpoints; MariaDB to 300,000), one
+store per saver (ours, and the official SqliteSaver / PostgresSaver beside it), loaded
+through :mod:`.scaleload`. All stores exist at once and are timed side by side in rounds
+(:class:`Scale`); every operation is timed call by call, warm (untimed calls first), the
+savers alternating; the cost is the median call over the rounds. Only public saver methods are called, so whatever HEAD's saver does is
 what is measured. Growth factor = cost at the largest size / cost at the first.
 """
 
