@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import make_url
 
 from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
@@ -113,3 +114,20 @@ def test_a_directory_as_sqlite_path_is_refused_at_construction(form: str, tmp_pa
 def test_a_url_that_is_not_text_is_a_typed_error(value: object) -> None:
     with pytest.raises(DatabaseURLError, match="must be a str"):
         SQLAlchemySaver.from_conn_string(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("driver", ["pymysql", "asyncmy"])
+async def test_a_query_parameter_the_driver_refuses_is_a_typed_error(
+    driver: str, mariadb_url: str
+) -> None:
+    # PyMySQL and asyncmy take the query string as keyword arguments: a TypeError at the
+    # first connection, with SQLAlchemy's frames, until configure_engine typed it.
+    url = make_url(mariadb_url).set(drivername=f"mysql+{driver}")
+    url = url.update_query_dict({"bogus_option": "1"})
+    text = url.render_as_string(hide_password=False)
+    async with SQLAlchemySaver.from_conn_string(text) as saver:
+        with pytest.raises(DatabaseURLError, match="bogus_option") as sync_error:
+            saver.get_tuple({"configurable": {"thread_id": "t"}})
+        with pytest.raises(DatabaseURLError, match="bogus_option"):
+            await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+    assert "Remove from the URL's query string" in str(sync_error.value)

@@ -17,9 +17,10 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, create_engine
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -243,12 +244,35 @@ def configure_engine(engine: Engine) -> None:
     (``dialects.mysql.MYSQL_RECURSION_LIMIT``) that lets long parent chains be walked.
     PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
 
+    On every dialect, a driver's ``TypeError`` at connect (PyMySQL and asyncmy take the
+    URL's query parameters as keyword arguments: ``?bogus=1`` is
+    ``Connection.__init__() got an unexpected keyword argument 'bogus'``) becomes a
+    :class:`.DatabaseURLError` that names the parameters to remove.
+
     Args:
         engine: The engine to configure.
     """
+    if not event.contains(engine, "do_connect", _typed_connect):
+        event.listen(engine, "do_connect", _typed_connect)
     dialect = DIALECTS.get(engine.dialect.name)
     if dialect is not None:
         dialect.configure(engine)
+
+
+def _typed_connect(
+    dialect: Dialect, _record: object, cargs: tuple[Any, ...], cparams: dict[str, Any]
+) -> Any:
+    """The ``do_connect`` hook of :func:`configure_engine`: the dialect's own connect, with
+    a driver's refusal of an argument made a typed error (no password is named: only the
+    parameter names of the URL's query string)."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except TypeError as e:
+        raise DatabaseURLError(
+            f"The {dialect.name}+{dialect.driver} driver refused a connection argument "
+            f"({e}). Remove from the URL's query string what it does not take (it was given "
+            f"the arguments {', '.join(sorted(cparams)) or 'none'})."
+        ) from e
 
 
 def engine_pair(

@@ -246,6 +246,10 @@ class DatabaseURLError(ValueError):
     SQLAlchemy itself would reject or read as something else than it looks like, such as
     ``sqlite://relative.db`` (two slashes: SQLAlchemy refuses a host on SQLite) or an empty
     string. The message lists the valid forms; nothing was opened or created.
+
+    Also raised at the first connection when the driver refuses an argument that came
+    from the URL's query string (PyMySQL and asyncmy: ``mysql://host/db?bogus=1``, a
+    ``TypeError`` in the driver); the message names the arguments, never their values.
     """
 
 
