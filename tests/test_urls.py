@@ -22,6 +22,8 @@ from sqlalchemy import make_url
 from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
+from .provision import fresh_database
+
 REPO = Path(__file__).resolve().parents[1]
 FORMS = ("sqlite:///relative.db", "sqlite:////abs/path.db", ":memory:")
 REFUSED = [
@@ -131,3 +133,24 @@ async def test_a_query_parameter_the_driver_refuses_is_a_typed_error(
         with pytest.raises(DatabaseURLError, match="bogus_option"):
             await saver.aget_tuple({"configurable": {"thread_id": "t"}})
     assert "Remove from the URL's query string" in str(sync_error.value)
+
+
+def test_a_password_in_the_query_string_is_masked_like_one_before_the_at() -> None:
+    urls = resolve_urls("postgresql://app@db.example/prod?password=s3cret&connect_timeout=5")
+    for url in (urls.sync, urls.async_):
+        assert url.password == "s3cret" and "password" not in url.query
+        assert url.query["connect_timeout"] == "5"
+        assert "s3cret" not in repr(url) and "s3cret" not in str(url)
+    both = resolve_urls("postgresql://app:one@db.example/prod?password=two")
+    assert both.sync.password == "one" and both.sync.query["password"] == "two"
+
+
+async def test_a_password_moved_out_of_the_query_still_connects(mariadb_url: str) -> None:
+    with fresh_database("mariadb") as own:
+        url = make_url(own).update_query_dict({"password": ""})
+        assert url.password is None  # the server's root has an empty password
+        async with SQLAlchemySaver.from_conn_string(url.render_as_string(False)) as saver:
+            assert "password" not in repr(saver.engine)
+            saver.setup()
+            assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+            assert await saver.aget_tuple({"configurable": {"thread_id": "t"}}) is None

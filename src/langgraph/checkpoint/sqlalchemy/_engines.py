@@ -154,11 +154,24 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     defaults = {k: v for k, v in dialect.url_query.items() if k not in url.query}
     if defaults:
         url = url.update_query_dict(defaults)
+    url = _password_in_place(url)
     return EngineURLs(
         url.set(drivername=f"{backend}+{sync_driver}"),
         url.set(drivername=f"{backend}+{async_driver}"),
         async_missing=async_missing,
     )
+
+
+def _password_in_place(url: URL) -> URL:
+    """``?password=`` (psycopg and PyMySQL take it) moved to the URL's password field when
+    that is empty: the same connection argument, but SQLAlchemy masks that field as
+    ``***`` in ``repr(engine)``, logs and errors, and never a query parameter. A URL with
+    both is left as it is (the drivers disagree on which one wins)."""
+    password = url.query.get("password")
+    if password is None or url.password is not None:
+        return url
+    value = password if isinstance(password, str) else password[-1]
+    return url.difference_update_query(["password"]).set(password=value)
 
 
 def _scheme_without_slashes(text: str) -> bool:
