@@ -422,13 +422,12 @@ async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Ta
         saver.put(_checkpoint_config(long_name), empty_checkpoint(), {}, {})
         with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
             _migrate(target, "down", "0002_inline_values")
-        if query_builder(sa.make_url(target.url).get_backend_name()).transactional_ddl:
-            assert _current(target) == HEAD
-        else:
-            # MySQL/MariaDB DDL commits: the revisions above 0003 were undone before 0003
-            # refused, and the database stays, consistent, at the last of them.
-            assert _current(target) == "0004_mariadb_compressed_values"
-            _migrate(target, "up", "head")
+        # Asked before any step runs (MySQL/MariaDB commit each DDL statement: a refusal
+        # midway used to leave the database at 0004): every dialect stays at head.
+        assert _current(target) == HEAD
+        with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
+            _migrate(target, "down", "base")
+        assert _current(target) == HEAD
         check_long = saver.get_tuple(_checkpoint_config(long_name))
         assert check_long is not None
         assert check_long.config["configurable"]["thread_id"] == long_name

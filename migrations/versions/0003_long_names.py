@@ -109,6 +109,31 @@ def upgrade() -> None:
             _rekey(name, old, new)
 
 
+def downgrade_refusal(bind: sa.Connection, schema: str | None) -> str | None:
+    """Why this revision cannot be downgraded on ``bind`` (a stored name longer than
+    revision 0002 holds), or None. Called by ``downgrade`` and, before any step runs, by
+    :func:`langgraph.checkpoint.sqlalchemy.migrate.downgrade` (MySQL/MariaDB commit each
+    DDL statement: a refusal midway would leave the database between revisions)."""
+    columns = {c["name"] for c in sa.inspect(bind).get_columns(_CHECKPOINTS, schema=schema)}
+    for name in _NAMES:
+        if f"{name}_full" not in columns:
+            continue
+        # Only long names and marked ones have a full text: few rows. Lengths are
+        # counted here, in characters (MySQL's LENGTH counts bytes).
+        full = sa.column(f"{name}_full", FullName())
+        stmt = sa.select(full).select_from(sa.table(_CHECKPOINTS, full, schema=schema))
+        for (text,) in bind.execute(stmt.where(full.is_not(None)).distinct()):
+            if len(text) <= NAME_KEY_LENGTH:
+                continue
+            return (
+                f"cannot downgrade below 0003_long_names: a {name} of {len(text)} "
+                f"characters is stored (it starts {text[:40]!r}); revision "
+                f"0002_inline_values holds at most {NAME_KEY_LENGTH}. Delete those "
+                "threads first (saver.delete_thread) or stay at this revision."
+            )
+    return None
+
+
 def downgrade() -> None:
     if context.is_offline_mode():
         op.execute(
@@ -117,20 +142,15 @@ def downgrade() -> None:
         )
     elif _columns() >= {f"{n}_full" for n in _NAMES}:
         bind = op.get_bind()
+        why = downgrade_refusal(bind, _schema())
+        if why is not None:
+            raise DowngradeRefusedError(why)
         checkpoints = _table(_CHECKPOINTS, full=True)
         moves: list[tuple[str, str, str]] = []
         for name in _NAMES:
             key, full = checkpoints.c[name], checkpoints.c[f"{name}_full"]
             rows = bind.execute(sa.select(key, full).where(full.is_not(None)).distinct())
-            for stored, text in rows:
-                if len(text) > NAME_KEY_LENGTH:
-                    raise DowngradeRefusedError(
-                        f"cannot downgrade below 0003_long_names: a {name} of {len(text)} "
-                        f"characters is stored (it starts {text[:40]!r}); revision "
-                        f"0002_inline_values holds at most {NAME_KEY_LENGTH}. Delete those "
-                        "threads first (saver.delete_thread) or stay at this revision."
-                    )
-                moves.append((name, str(stored), str(text)))
+            moves += [(name, str(stored), str(text)) for stored, text in rows]
         for name, stored, text in moves:
             _rekey(name, stored, text)
     for name in _NAMES:

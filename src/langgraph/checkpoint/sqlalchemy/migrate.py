@@ -25,7 +25,7 @@ from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
 
 from ._display import shown_url
-from .errors import SchemaOutOfDateError
+from .errors import DowngradeRefusedError, SchemaOutOfDateError
 from .schema import HEAD_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
@@ -132,11 +132,23 @@ def to_head(
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
     """Migrate the schema down to ``revision`` (``"base"`` drops every table of ours).
 
+    Every step that may refuse (a revision module's ``downgrade_refusal``) is asked before
+    any step runs: MySQL/MariaDB commit each DDL statement, so a step refusing midway
+    would leave the database between revisions.
+
     Raises:
         SchemaOutOfDateError: The database was migrated by a newer version of the package.
+        DowngradeRefusedError: A step cannot run on the stored data (nothing was changed).
     """
     from alembic import command
 
+    current = current_revision(connection, schema=schema)
+    if current is not None and not is_ahead(current):
+        for script in _scripts().iterate_revisions(current, revision):
+            refusal = getattr(script.module, "downgrade_refusal", None)
+            why = refusal(connection, schema) if refusal is not None else None
+            if why is not None:
+                raise DowngradeRefusedError(why)
     _alembic(command.downgrade, connection, revision, schema)
 
 
