@@ -4,8 +4,9 @@ Per dialect and size (10,000, 100,000 and 1,000,000 checkpoints; MariaDB to 300,
 store per saver (ours, and the official SqliteSaver / PostgresSaver beside it), loaded
 through :mod:`.scaleload`. All stores exist at once and are timed side by side in rounds
 (:class:`Scale`); every operation is timed call by call, warm (untimed calls first), the
-savers alternating; the cost is the median call over the rounds. Only public saver methods are called, so whatever HEAD's saver does is
-what is measured. Growth factor = cost at the largest size / cost at the first.
+savers alternating; the cost is the median call over the rounds. Only public saver
+methods are called, so whatever HEAD's saver does is what is measured. Growth factor =
+cost at the largest size / cost at the first.
 """
 
 from __future__ import annotations
@@ -43,23 +44,30 @@ OPS: tuple[tuple[str, str, bool, float], ...] = (
 #: Untimed calls before the timed ones of a read operation (delete and prune: 1).
 WARM = 3
 
+#: The operations that read one thread: each has its own sample threads, and each call is
+#: made twice on its thread, first *cold* (the thread's first read since the store was
+#: loaded: its pages come from the disk, as an old thread's do) and then *warm* (read just
+#: before, its pages cached, as a thread that an application is using). Both are kept;
+#: the warm figure is the one judged (see docs/benchmarks.md, "Cold and warm").
+READS = ("get_latest", "get_id", "list_thread", "filter_user")
+
 
 @dataclass(frozen=True)
 class Calls:
     """Timed calls per operation, saver and size (at most; ``budget`` seconds cut it short),
     spread over ``rounds``."""
 
-    reads: int = 100  # get_tuple latest / by id, list(thread) (warm-up calls included)
-    scans: int = 30  # list(None), list_threads, filter
+    reads: int = 60  # per read operation (:data:`READS`; warm-up calls included)
+    scans: int = 30  # list(None), list_threads, the filter
     deletes: int = 20
-    prunes: int = 5  # calls of 100 threads each
+    prunes: int = 3  # calls of 100 threads each
     prune_batch: int = 100
     budget: float = 10.0  # seconds per operation, impl and size (at least 3 calls a round)
     rounds: int = 3  # every size is timed in every round
 
 
 FULL_CALLS = Calls()
-QUICK_CALLS = Calls(reads=20, scans=10, deletes=5, prunes=2, prune_batch=30, budget=5.0, rounds=2)
+QUICK_CALLS = Calls(reads=16, scans=10, deletes=5, prunes=2, prune_batch=30, budget=5.0, rounds=2)
 
 
 def sizes_for(dialect: str, base: tuple[int, ...], cap: int | None) -> list[int]:
@@ -105,6 +113,8 @@ class Scale:
         self.calls = calls
         self.log = log
         self.raw: dict[tuple[str, str, str], dict[int, list[float]]] = {}
+        #: The cold calls of :data:`READS`, as ``raw`` (the op named ``<op>_cold``).
+        self.cold: dict[tuple[str, str, str], dict[int, list[float]]] = {}
         self.load: list[dict[str, Any]] = []
 
     def run(self) -> None:
@@ -162,18 +172,23 @@ class Scale:
         c = self.calls
         threads = size // PER_THREAD
         per = _split(c.reads, c.rounds), _split(c.deletes, c.rounds), _split(c.prunes, c.rounds)
-        need = sum(r + d + 1 + (p + 1) * c.prune_batch for r, d, p in zip(*per, strict=True))
+        scans = _split(c.scans, c.rounds)[0]
+        need = sum(
+            len(READS) * r + d + 1 + (p + 1) * c.prune_batch for r, d, p in zip(*per, strict=True)
+        )
         if threads - 1 < need:
             raise ValueError(f"{size:,} checkpoints: too few threads for {need} sample threads")
         chosen = random.Random(size).sample(range(1, threads), need)
         out = []
         for reads, deletes, prunes in zip(*per, strict=True):
-            readers, chosen = chosen[:reads], chosen[reads:]
+            readers: dict[str, list[int]] = {}
+            for op in READS:
+                readers[op], chosen = chosen[:reads], chosen[reads:]
             victims, chosen = chosen[: deletes + 1], chosen[deletes + 1 :]
             cut = (prunes + 1) * c.prune_batch
             rest, chosen = chosen[:cut], chosen[cut:]
             pruned = [rest[k : k + c.prune_batch] for k in range(0, len(rest), c.prune_batch)]
-            out.append(_Sample(readers, victims, pruned, _split(c.scans, c.rounds)[0]))
+            out.append(_Sample(readers, victims, pruned, scans))
         return out
 
     def measure(self, dialect: str, reps: dict[tuple[int, str], Replicator]) -> None:
@@ -194,9 +209,13 @@ class Scale:
                             warm = 1 if op in ("delete_thread", "prune") else WARM
                             rep, sample = reps[size, impl], samples[size][n]
                             calls = op_calls(op, savers[size, impl], rep, sample)
-                            seconds = _time(calls, c.budget / c.rounds, warm)
+                            cold: list[float] | None = [] if op in READS else None
+                            seconds = _time(calls, c.budget / c.rounds, warm, cold)
                             got = self.raw.setdefault((dialect, impl, op), {})
                             got.setdefault(size, []).extend(seconds)
+                            if cold is not None:
+                                was = self.cold.setdefault((dialect, impl, f"{op}_cold"), {})
+                                was.setdefault(size, []).extend(cold)
                             self.log(
                                 f"{dialect} round {n + 1} {size:>9,} {impl:8} {op:14} "
                                 f"{statistics.median(seconds) * 1000:9.2f} ms "
@@ -211,11 +230,12 @@ def _split(total: int, rounds: int) -> list[int]:
 
 @dataclass(frozen=True)
 class _Sample:
-    """Thread indexes of one size: ``readers`` (read, never changed), ``victims`` (one
-    ``delete_thread`` each), ``pruned`` (batches for ``prune``); ``scans``: calls of the
-    operations that take no thread."""
+    """Thread indexes of one size and round: ``readers`` (per read operation of
+    :data:`READS`: read, never changed), ``victims`` (one ``delete_thread`` each),
+    ``pruned`` (batches for ``prune``); ``scans``: calls of the operations that take no
+    thread (and of the filter)."""
 
-    readers: list[int]
+    readers: dict[str, list[int]]
     victims: list[int]
     pruned: list[list[int]]
     scans: int
@@ -232,11 +252,13 @@ def op_calls(op: str, saver: Any, rep: Replicator, sample: _Sample) -> list[Call
     """The calls of ``op`` on ``saver`` (the first is the warm-up); public methods only."""
     s = sample
     if op == "get_latest":
-        return [partial(saver.get_tuple, _config(i)) for i in s.readers]
+        return [partial(saver.get_tuple, _config(i)) for i in s.readers[op]]
     if op == "get_id":
-        return [partial(saver.get_tuple, _config(i, rep.checkpoint_id(i, 5))) for i in s.readers]
+        return [
+            partial(saver.get_tuple, _config(i, rep.checkpoint_id(i, 5))) for i in s.readers[op]
+        ]
     if op == "list_thread":
-        return [partial(_drain, saver.list, _config(i), limit=10) for i in s.readers]
+        return [partial(_drain, saver.list, _config(i), limit=10) for i in s.readers[op]]
     if op == "list_global":
         return [partial(_drain, saver.list, None, limit=10)] * (s.scans + WARM)
     if op == "list_threads":
@@ -251,7 +273,7 @@ def op_calls(op: str, saver: Any, rep: Replicator, sample: _Sample) -> list[Call
     if op == "filter_user":
         return [
             partial(_one_thread, saver, {"user_id": user_id(i)})
-            for i in s.readers[: s.scans + WARM]
+            for i in s.readers[op][: s.scans + WARM]
         ]
     raise ValueError(op)
 
@@ -268,10 +290,13 @@ def _one_thread(saver: Any, filter: dict[str, Any]) -> None:
         raise AssertionError(f"filter {filter} gave {len(found)} tuples of {len(threads)} threads")
 
 
-def _time(calls: list[Callable[[], Any]], budget: float, warm: int = 1) -> list[float]:
+def _time(
+    calls: list[Callable[[], Any]], budget: float, warm: int = 1, cold: list[float] | None = None
+) -> list[float]:
     """Make the first ``warm`` calls untimed (fewer if they take over ``budget / 4``), then
     time the rest until ``budget`` seconds (at least 3 calls, and at least one whatever
-    ``warm`` asks)."""
+    ``warm`` asks). With ``cold``: each timed call is made twice, the first time appended
+    to ``cold``, the second returned (a read of one thread, cold then warm)."""
     warm = min(warm, len(calls) - 1)
     t_warm = time.perf_counter() + budget / 4
     for call in calls[:warm]:
@@ -281,6 +306,10 @@ def _time(calls: list[Callable[[], Any]], budget: float, warm: int = 1) -> list[
     seconds: list[float] = []
     t_end = time.perf_counter() + budget
     for call in calls[warm:]:
+        if cold is not None:
+            t0 = time.perf_counter()
+            call()
+            cold.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         call()
         seconds.append(time.perf_counter() - t0)
@@ -298,11 +327,15 @@ def rows(
     """One row per (dialect, op, impl): median ms per size, growth and verdict (ours only)."""
     out = []
     for (dialect, impl, op), by_size in raw.items():
-        _, label, _, target = next(o for o in OPS if o[0] == op)
+        base = op.removesuffix("_cold")
+        _, label, _, goal = next(o for o in OPS if o[0] == base)
+        target: float | None = goal
+        if op != base:  # shown, not judged: see READS
+            label, target = f"{label}, cold (the thread's first read)", None
         ms = {size: statistics.median(v) * 1000 for size, v in sorted(by_size.items())}
         first, last = ms[min(ms)], ms[max(ms)]
         growth = last / first if first else None
-        judged = impl == "ours" and len(ms) > 1 and growth is not None
+        judged = impl == "ours" and target is not None and len(ms) > 1 and growth is not None
         out.append(
             {
                 "dialect": dialect,
@@ -313,12 +346,18 @@ def rows(
                 "calls": {str(s): len(v) for s, v in sorted(by_size.items())},
                 "growth": round(growth, 2) if growth is not None else None,
                 "target": target if impl == "ours" else None,
-                "pass": (growth <= target) if judged and growth is not None else None,
+                "pass": (growth <= target) if judged and growth and target else None,
             }
         )
     order = {o[0]: n for n, o in enumerate(OPS)}
     return sorted(
-        out, key=lambda r: (DIALECTS.index(r["dialect"]), order[r["op"]], r["impl"] != "ours")
+        out,
+        key=lambda r: (
+            DIALECTS.index(r["dialect"]),
+            order[r["op"].removesuffix("_cold")],
+            r["op"].endswith("_cold"),
+            r["impl"] != "ours",
+        ),
     )
 
 
@@ -412,10 +451,10 @@ def result_dict(
         "calls": asdict(scale.calls),
         "environment": env,
         "load": scale.load,
-        "rows": rows(scale.raw, scale.calls),
+        "rows": rows({**scale.raw, **scale.cold}, scale.calls),
         "raw": [
             {"dialect": d, "impl": i, "op": op, "seconds": {str(s): v for s, v in by.items()}}
-            for (d, i, op), by in scale.raw.items()
+            for (d, i, op), by in {**scale.raw, **scale.cold}.items()
         ],
     }
 
