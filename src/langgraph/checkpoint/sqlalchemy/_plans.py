@@ -1,6 +1,6 @@
 """The plans: the steps of each saver method, shared by its sync and async twins.
 
-A plan is a generator (:data:`._loops.Plan`) that checks and encodes a call's arguments
+A plan is a generator (:data:`._door.Plan`) that checks and encodes a call's arguments
 (:mod:`._codec`), yields each database operation to run as ``(access, op, args)``
 (operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`, :mod:`._browse`),
 receives what it returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import (
 
 from . import _browse, _codec, _history, _listing, _maintenance, _ops
 from ._codec import PendingWrite
-from ._loops import Access, Call, Plan
+from ._door import Access, Call, Plan
 from ._maintenance import ThreadInfo
 
 __all__ = ["Pages", "Plans"]
