@@ -1,6 +1,8 @@
 """What the command line imports before it does its work (issue 16): ``--help`` and a usage
 error need the standard library only; ``threads list`` and a saver that only reads and
-writes checkpoints never load Alembic (nor ``rich``, the progress bar of ``copy``).
+writes checkpoints never load Alembic (nor ``rich``, the progress bar of ``copy``);
+``threads list`` needs no saver, so it loads neither LangGraph nor LangChain (nor
+SQLAlchemy's asyncio extension and ORM): SQLAlchemy's core and the package's SQL only.
 
 Read from ``python -X importtime`` in a new interpreter, so that nothing this test
 process already imported hides a module. No timing is asserted: which modules load is
@@ -27,6 +29,17 @@ LANGGRAPH = ("langchain_core", "langgraph.checkpoint.base", "pydantic", "ormsgpa
 MIGRATIONS = ("alembic",)
 PROGRESS = ("rich",)
 SAVER = ("langgraph.checkpoint.sqlalchemy.saver", "langgraph.checkpoint.sqlalchemy.transfer")
+#: What a saver needs and ``threads list`` does not (it runs the saver's plan on the sync door).
+SAVER_ONLY = (
+    "langchain_core",
+    "langgraph.checkpoint.base",
+    "langgraph.checkpoint.serde",
+    "langgraph.checkpoint.sqlalchemy._codec",
+    "langgraph.checkpoint.sqlalchemy._loops",
+    "langgraph.checkpoint.sqlalchemy._plans",
+    "sqlalchemy.ext.asyncio",
+    "sqlalchemy.orm",
+)
 
 
 def imported(*argv: str, env: dict[str, str] | None = None) -> tuple[set[str], str]:
@@ -109,3 +122,26 @@ def test_threads_list_and_a_saver_load_no_alembic(backend: str, tmp_path: Path) 
         modules, out = imported("-c", script, url)
         assert out.strip() == "1"
         assert loaded(modules, MIGRATIONS + PROGRESS) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("--json", "--limit", "1", "--after", "t"), ("--idle-for", "1s", "--offset", "1")],
+    ids=["plain", "json-after", "idle-offset"],
+)
+def test_threads_list_on_sqlite_loads_no_langgraph(args: tuple[str, ...], tmp_path: Path) -> None:
+    """``threads list`` reads through the saver's door without the saver: none of
+    LangChain, LangGraph's checkpoint base and serializers, Alembic (nor the saver's async
+    door, SQLAlchemy's asyncio extension and ORM) is imported, whatever its options."""
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    with SQLAlchemySaver.from_conn_string(url) as saver:
+        saver.setup()
+        for thread in ("t", "u"):
+            config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+            saver.put(config, empty_checkpoint(), {}, {})
+    modules, out = imported(*cli("threads", "list", "--url", url, *args))
+    assert out.strip(), "threads list printed nothing"
+    if not args:
+        assert out.split()[:1] == ["THREAD"] and "\nt " in out and "\nu " in out
+    assert "langgraph.checkpoint.sqlalchemy._browse" in modules  # it did list
+    assert loaded(modules, SAVER_ONLY + SAVER + MIGRATIONS + PROGRESS) == []

@@ -1,7 +1,8 @@
 """Browsing: threads newest first through the checkpoint-id index, and storage totals.
 
 Sync functions on a ``Connection``, like :mod:`._ops`; the saver runs them through its
-plans (:mod:`._plans`). Nothing here decodes a checkpoint: threads and totals come from
+plans (:mod:`._plans`; :func:`threads_plan` is ``list_threads``' own, which the command
+line runs without a saver). Nothing here decodes a checkpoint: threads and totals come from
 key columns, lengths and counts.
 
 How :func:`list_threads` finds a page without reading the whole table: it walks the
@@ -18,11 +19,14 @@ the size of the table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Select, distinct, func, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
+from ._door import Access, Plan
+from ._ids import thread, thread_page
 from ._maintenance import ThreadInfo, checkpoint_time
 from ._ops import Statements, chunks
 from .errors import CheckpointConfigError
@@ -77,6 +81,36 @@ def cursor(after: object) -> Cursor | str | None:
         "after must be a ThreadInfo, a (last_checkpoint_id, thread_id) pair or a thread id, "
         f"got {after!r}"
     )
+
+
+def threads_plan(
+    st: Statements, limit: int | None, offset: int, idle_for: timedelta | None, after: object
+) -> Plan[list[ThreadInfo]]:
+    """The plan of ``list_threads``: its arguments checked, then one read of
+    :func:`list_threads`.
+
+    The saver's ``list_threads`` runs it, and so does the command line's ``threads
+    list``, on a :class:`~._door.SyncRunner` of its own (the same door, without the saver
+    and LangGraph: see :func:`.cli.common.open_runner`).
+
+    Args:
+        st: The statements of the database's dialect.
+        limit: Page size (None: all).
+        offset: Threads skipped.
+        idle_for: Only threads idle this long, or None.
+        after: The previous page's last thread (see :func:`cursor`).
+
+    Raises:
+        ValueError: ``limit`` or ``offset`` not an int from 0 to 2**63 - 1.
+        TypeError: ``after`` of another type.
+        CheckpointConfigError: ``after`` an empty or unstorable thread id.
+    """
+    page = thread_page(limit, offset, idle_for)
+    checked = cursor(after)
+    if isinstance(checked, str):
+        checked = thread(checked)
+    threads: list[ThreadInfo] = yield Access.READ, list_threads, (st, *page, checked)
+    return threads
 
 
 def walk_select(region: Sequence[ColumnElement[bool]], below: str | None, size: int) -> Select[Any]:

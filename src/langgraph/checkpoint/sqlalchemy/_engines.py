@@ -17,12 +17,11 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ._default_url import DEFAULT_URL, URL_ENV, url_from_env
 from ._display import masked_text
@@ -34,6 +33,9 @@ from .errors import (
     UnsupportedDialectError,
     UnsupportedDriverError,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 __all__ = [
     "DEFAULT_URL",
@@ -302,6 +304,9 @@ def engine_pair(
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver that is not installed.
     """
+    # Here, not at the top: the command line resolves URLs without the asyncio extension.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
     if engine is None and async_engine is None:
         raise ValueError("SQLAlchemySaver needs an engine or an async_engine (or both).")
     made: list[Engine | AsyncEngine] = []

@@ -33,7 +33,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ._loops import Access, Runner
+from ._door import Access
+from ._loops import Runner
 from .dialects import QueryBuilder
 from .errors import ThreadLockTimeout
 

@@ -1,13 +1,12 @@
 """The two doors of the saver: how its operations reach the database, sync and async.
 
-:class:`Access` names how an operation reaches the database; :class:`Doors` holds an
-engine's four handles (one per access, each with its execution options) and opens a
-connection for an access. The sync engine has one set; async engines have one set per
-event loop (:class:`PerLoopEngines`), because an async connection is used only on its own
-loop. :class:`Runner` runs an operation, a sync function on a ``Connection``, through
-either door (checking the schema once and retrying through transient failures, see
-:class:`~._retry.Retry`), and
-runs a method's plan (:data:`Plan`) of operations.
+The sync door (:class:`~._door.Doors` of the sync engine, :class:`~._door.SyncRunner`)
+lives in :mod:`._door`; this module adds the async one. Async engines have one set of
+doors per event loop (:class:`PerLoopEngines`), because an async connection is used only
+on its own loop. :class:`Runner` runs an operation, a sync function on a ``Connection``,
+through either door (checking the schema once and retrying through transient failures,
+see :class:`~._retry.Retry`), and runs a method's plan (:data:`~._door.Plan`) of
+operations.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -24,86 +23,29 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import enum
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from . import migrate
-from ._display import shown_url
+from ._door import AccessOptions, Doors, Plan, Steps, SyncRunner
 from ._retry import RETRY_TIMEOUT, Retry
+from .dialects import QueryBuilder
 
 if TYPE_CHECKING:
+    from ._door import Access
     from ._shared import SharedDoors
-from .dialects import WRITE_OPTION, QueryBuilder
-from .errors import SchemaOutOfDateError
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
 _DIALECT_WAIT = 30.0
 
 
-class Access(enum.Enum):
-    """How an operation reaches the database."""
-
-    READ = "read"
-    """A read transaction (several statements, one snapshot where the database gives
-    one)."""
-    READ_ONE = "read-one"
-    """One statement, no transaction around it."""
-    WRITE = "write"
-    """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
-    WRITE_ONE = "write-one"
-    """One statement, atomic on its own, no transaction around it."""
-
-
 R = TypeVar("R")
-
-Call = tuple[Access, Any, tuple[Any, ...]]
-"""One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
-connection opened for ``access``."""
-
-Plan = Generator[Call, Any, R]
-"""The steps of a saver method: yields each operation to run, is sent its result, and
-returns the method's result. Run by :meth:`Runner.drive` (sync) or :meth:`Runner.adrive`
-(async), so that a method and its async twin share every step."""
-
-AccessOptions = Mapping[Access, Mapping[str, Any]]
-"""Execution options of each :class:`Access` (schema map, dialect options)."""
-
-_WRITES = (Access.WRITE, Access.WRITE_ONE)
-
-E = TypeVar("E", Engine, AsyncEngine)
-
-
-class Doors(Generic[E]):
-    """An engine (sync or async) and its four handles, one per :class:`Access`.
-
-    Args:
-        engine: The engine.
-        options: Execution options of each access.
-    """
-
-    __slots__ = ("_open", "engine")
-
-    def __init__(self, engine: E, options: AccessOptions) -> None:
-        self.engine: E = engine
-        self._open: dict[Access, Callable[[], Any]] = {}
-        for access, opts in options.items():
-            handle: Any = engine.execution_options(**opts)
-            self._open[access] = handle.begin if access in _WRITES else handle.connect
-
-    def connect(self, access: Access) -> Any:
-        """A connection context for ``access``: ``begin()`` for a write (a transaction,
-        committed at the end), ``connect()`` for a read (sync ``with`` or ``async
-        with`` as the engine is)."""
-        return self._open[access]()
 
 
 def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
@@ -198,27 +140,10 @@ class PerLoopEngines:
             await self.primary.dispose()  # no-op unless connections were made since
 
 
-def access_options(qb: QueryBuilder, schema: str | None) -> dict[Access, dict[str, Any]]:
-    """Execution options of each :class:`Access` for a dialect and a schema.
-
-    Args:
-        qb: The dialect's query builder (its one-statement options).
-        schema: The schema of the tables (a ``schema_translate_map``), or None.
-
-    Returns:
-        The options of each access.
-    """
-    base: dict[str, Any] = {"schema_translate_map": {None: schema}} if schema else {}
-    return {
-        Access.READ: base,
-        Access.READ_ONE: {**base, **qb.one_statement_read_options},
-        Access.WRITE: {**base, WRITE_OPTION: True},
-        Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
-    }
-
-
-class Runner:
-    """Runs the saver's operations through its two doors.
+class Runner(SyncRunner):
+    """Runs the saver's operations through its two doors: the sync one of
+    :class:`~._door.SyncRunner` (``run``, ``drive``, ``call``, the schema check) and the
+    async one of each event loop (``arun``, ``adrive``).
 
     Args:
         engine: The sync engine.
@@ -248,20 +173,17 @@ class Runner:
         shared: SharedDoors | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
     ) -> None:
+        if shared is not None:
+            sync, self.per_loop = shared.sync, shared.per_loop
+        else:
+            sync = Doors(engine, options)
+            # One async engine per event loop: any loop, any thread.
+            self.per_loop = PerLoopEngines(async_engine, options)
+        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
         self.owned = owned
-        self.retry_timeout = retry_timeout
         self.keeper: sqlite3.Connection | None = None
         self.shared = shared
         self._released = False
-        if shared is not None:
-            self.sync, self.per_loop = shared.sync, shared.per_loop
-        else:
-            self.sync = Doors(engine, options)
-            # One async engine per event loop: any loop, any thread.
-            self.per_loop = PerLoopEngines(async_engine, options)
-        self.qb = qb
-        self.schema = schema
-        self.schema_checked = False
 
     def close(self) -> None:
         """Dispose the engines the saver made (shared ones when their last user
@@ -301,20 +223,6 @@ class Runner:
             self.keeper.close()
             self.keeper = None
 
-    def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
-        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried through
-        transient failures (see :class:`~._retry.Retry`)."""
-        retry: Retry | None = None
-        while True:
-            try:
-                with self.sync.connect(access) as conn:
-                    if not self.schema_checked:
-                        self.check_schema(conn)
-                    return op(conn, *args)
-            except (DBAPIError, ConnectionError) as e:
-                retry = retry or self.retry()
-                time.sleep(retry.pause(e))
-
     async def arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
         """:meth:`run` for the async methods: the same function through
         ``AsyncConnection.run_sync`` on the running loop's engine, or, where the dialect
@@ -335,67 +243,9 @@ class Runner:
                 retry = retry or self.retry()
                 await asyncio.sleep(retry.pause(e))
 
-    def call(self, fn: Callable[..., R], *args: Any) -> R:
-        """``fn(*args)`` (work that opens its own connections, such as a migration),
-        retried through transient failures like :meth:`run`."""
-        retry: Retry | None = None
-        while True:
-            try:
-                return fn(*args)
-            except (DBAPIError, ConnectionError) as e:
-                retry = retry or self.retry()
-                time.sleep(retry.pause(e))
-
-    def retry(self) -> Retry:
-        """A new :class:`~._retry.Retry` for one call (its clock starts now)."""
-        return Retry(self.qb, self.retry_timeout, self.sync.engine.url)
-
-    def drive(self, plan: Plan[R]) -> R:
-        """Run a plan's operations one after the other through the sync door."""
-        steps = _Steps(plan)
-        for access, op, args in steps:
-            steps.result = self.run(access, op, args)
-        return steps.value
-
     async def adrive(self, plan: Plan[R]) -> R:
         """Run a plan's operations one after the other through the async door."""
-        steps = _Steps(plan)
+        steps = Steps(plan)
         for access, op, args in steps:
             steps.result = await self.arun(access, op, args)
         return steps.value
-
-    def check_schema(self, conn: Connection) -> None:
-        """Once per saver: the database must be at the migration head this library ships,
-        so that a missing ``setup()`` is a clear error rather than raw SQL failing."""
-        current = migrate.current_revision(conn, schema=self.schema)
-        head = migrate.head_revision()
-        if current != head:
-            where = shown_url(conn.engine.url)
-            if current is None or current in migrate.known_revisions():
-                raise SchemaOutOfDateError(
-                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
-                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
-                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
-                    "--url URL)."
-                )
-            raise migrate.newer_schema_error(conn, current)
-        self.schema_checked = True
-
-
-class _Steps(Generic[R]):
-    """The operations of a plan, for a driver's loop: iterating yields each operation,
-    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
-
-    __slots__ = ("_plan", "result", "value")
-
-    def __init__(self, plan: Plan[R]) -> None:
-        self._plan = plan
-        self.result: Any = None
-        self.value: R
-
-    def __iter__(self) -> Iterator[Call]:
-        try:
-            while True:
-                yield self._plan.send(self.result)
-        except StopIteration as done:
-            self.value = done.value

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from . import _codec, _locks
+from . import _ids, _locks
 from ._maintenance import ThreadInfo
 
 if TYPE_CHECKING:
@@ -130,14 +130,14 @@ class OperatorMethods:
             CheckpointConnectionError: The database stayed unreachable for the saver's
                 ``retry_timeout``.
         """
-        with _locks.thread_lock(self._doors, self.engine.url, _codec.thread(thread_id), timeout):
+        with _locks.thread_lock(self._doors, self.engine.url, _ids.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
     async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         and renews without blocking the event loop."""
-        key = _codec.thread(thread_id)
+        key = _ids.thread(thread_id)
         async with _locks.athread_lock(self._doors, self.engine.url, key, timeout):
             yield
 

@@ -1,6 +1,6 @@
 """The plans: the steps of each saver method, shared by its sync and async twins.
 
-A plan is a generator (:data:`._loops.Plan`) that checks and encodes a call's arguments
+A plan is a generator (:data:`._door.Plan`) that checks and encodes a call's arguments
 (:mod:`._codec`), yields each database operation to run as ``(access, op, args)``
 (operations of :mod:`._ops`, :mod:`._history`, :mod:`._maintenance`, :mod:`._browse`),
 receives what it returned, and returns the method's result. ``Runner.drive`` runs a plan on the sync
@@ -25,9 +25,9 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from . import _browse, _codec, _history, _listing, _maintenance, _ops
+from . import _browse, _codec, _history, _ids, _listing, _maintenance, _ops
 from ._codec import PendingWrite
-from ._loops import Access, Call, Plan
+from ._door import Access, Call, Plan
 from ._maintenance import ThreadInfo
 
 __all__ = ["Pages", "Plans"]
@@ -111,7 +111,7 @@ class Plans:
     def delete_thread(self, thread_id: str) -> Plan[None]:
         one = self.st.delete_thread_one is not None
         access = Access.WRITE_ONE if one else Access.WRITE
-        yield access, _ops.delete_thread, (self.st, _codec.thread(thread_id))
+        yield access, _ops.delete_thread, (self.st, _ids.thread(thread_id))
 
     def delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
@@ -129,12 +129,12 @@ class Plans:
             yield Access.WRITE, _maintenance.delete_for_runs, (self.st, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
-        source, target = _codec.thread(source_thread_id), _codec.thread(target_thread_id)
+        source, target = _ids.thread(source_thread_id), _ids.thread(target_thread_id)
         yield Access.WRITE, _maintenance.copy_thread, (source, target)
 
     def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """Each thread in its own transaction; every argument checked before the first."""
-        threads = [_codec.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
+        threads = [_ids.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
         op: Callable[..., None]
         extra: tuple[Any, ...]
         if strategy == "delete":
@@ -149,13 +149,7 @@ class Plans:
     def list_threads(
         self, limit: int | None, offset: int, idle_for: timedelta | None, after: object
     ) -> Plan[builtins.list[ThreadInfo]]:
-        page = _codec.thread_page(limit, offset, idle_for)
-        cursor = _browse.cursor(after)
-        if isinstance(cursor, str):
-            cursor = _codec.thread(cursor)
-        call = Access.READ, _browse.list_threads, (self.st, *page, cursor)
-        threads: builtins.list[ThreadInfo] = yield call
-        return threads
+        return _browse.threads_plan(self.st, limit, offset, idle_for, after)
 
     def reindex_metadata(self) -> Plan[list[str]]:
         keys = self.codec.index_keys
@@ -165,7 +159,7 @@ class Plans:
     def storage_stats(
         self, thread_id: str | None, estimate: bool
     ) -> Plan[dict[str, dict[str, int]]]:
-        key = _codec.thread(thread_id) if thread_id is not None else None
+        key = _ids.thread(thread_id) if thread_id is not None else None
         call = Access.READ, _browse.storage_stats, (self.st, key, bool(estimate))
         stats: dict[str, dict[str, int]] = yield call
         return stats
@@ -188,7 +182,7 @@ class Pages:
     def __init__(
         self, codec: _codec.Codec, query: _listing.ListQuery, limit: int | None, size: int
     ) -> None:
-        _codec.check_count("limit", limit, none=True)
+        _ids.check_count("limit", limit, none=True)
         self.codec = codec
         self.query = query
         self.size = size

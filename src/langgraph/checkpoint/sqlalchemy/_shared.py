@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ._door import AccessOptions, Doors, access_options
 from ._engines import EngineURLs, engine_pair
-from ._loops import AccessOptions, Doors, PerLoopEngines, access_options
+from ._loops import PerLoopEngines
 from .dialects import query_builder
 
 __all__ = ["SHARED", "DoorRegistry", "SharedDoors", "open_saver", "own_engines", "shared_key"]

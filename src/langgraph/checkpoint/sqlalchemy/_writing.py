@@ -14,7 +14,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from . import _maintenance
-from ._codec import PendingWrite, namespace, thread
+from ._codec import PendingWrite, namespace
+from ._ids import thread
 from ._sources import Reader, batches
 from .errors import CheckpointConfigError, CheckpointDecodeError, ThreadNotEmptyError
 from .saver import SQLAlchemySaver

@@ -54,8 +54,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import _codec, _metaindex, _ops, _plans, _shared, _strict, migrate
 from ._codec import PendingWrite
+from ._door import Access, access_options
 from ._engines import engine_pair, resolve_urls
-from ._loops import Access, Runner, access_options
+from ._loops import Runner
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 from ._shared import SharedDoors

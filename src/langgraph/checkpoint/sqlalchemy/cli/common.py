@@ -10,10 +10,12 @@ The bottom of the :mod:`.cli` package: the command modules (:mod:`.schema`,
 - argparse: :func:`add_command` and the argument types :func:`count`,
   :func:`positive`, :func:`duration`;
 - the database: :func:`resolve`, :func:`require_database`, :func:`require_folder`,
-  :func:`schema_connection`, :func:`open_saver`, :func:`check_threads`.
+  :func:`schema_connection`, :func:`open_saver`, :func:`open_runner`,
+  :func:`check_threads`.
 
 Importing it costs the standard library only: SQLAlchemy, the saver and the transfer
-machinery are imported inside the functions that use them, so that building the parser
+machinery are imported inside the functions that use them (``threads list`` needs no
+saver: :func:`open_runner`), so that building the parser
 (``--help``, a usage error) imports none of them and each command pays only for what it
 runs (``tests/test_cli_startup.py`` checks it).
 """
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
     from sqlalchemy.engine import URL
 
+    from .._door import SyncRunner
     from .._engines import EngineURLs
     from ..saver import SQLAlchemySaver
 
@@ -352,6 +355,40 @@ def open_saver(
         yield cast(SQLAlchemySaver, opaque_view(saver))
     finally:
         saver.close()
+
+
+@contextmanager
+def open_runner(args: argparse.Namespace) -> Iterator[SyncRunner]:
+    """The door that :func:`open_saver`'s saver reads through on ``--url``, without the
+    saver: for a command that runs a plan of the saver's on its own (``threads list``:
+    :func:`.._browse.threads_plan`), so that it imports neither LangGraph nor
+    SQLAlchemy's asyncio extension.
+
+    The same engine set-up (:func:`.._engines.configure_engine`), access options, schema
+    check (tables at head) and retry (one, at once) as the saver's, and the same errors
+    for a URL, a missing driver or an absent SQLite file.
+
+    Raises:
+        CommandError: See :func:`require_database`.
+    """
+    from sqlalchemy import create_engine
+
+    from .._door import Doors, SyncRunner, access_options
+    from .._engines import configure_engine, resolve_urls
+    from ..dialects import query_builder
+
+    _require(args.url, "--url", create=False)
+    args.url_in_use = args.url
+    urls = resolve_urls(args.url)
+    urls.require_async()  # as the saver's from_conn_string does
+    engine = create_engine(urls.sync)
+    configure_engine(engine)
+    try:
+        qb = query_builder(engine.dialect.name)
+        doors = Doors(engine, access_options(qb, args.schema))
+        yield SyncRunner(doors, qb, args.schema, retry_timeout=0)
+    finally:
+        engine.dispose()
 
 
 def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:

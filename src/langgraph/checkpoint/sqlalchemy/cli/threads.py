@@ -2,7 +2,9 @@
 ``copy-thread``, ``stats``, and their parsers (:func:`add_commands`).
 
 Each is a thin layer over the saver's public methods (``list_threads``, ``list``,
-``get_tuple``, ``delete_thread``, ``prune``, ``copy_thread``, ``storage_stats``).
+``get_tuple``, ``delete_thread``, ``prune``, ``copy_thread``, ``storage_stats``);
+``threads list`` runs the plan of ``list_threads`` on the saver's door without building
+the saver (:func:`.common.open_runner`), so that it starts without importing LangGraph.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .common import (
     count,
     duration,
     emit,
+    open_runner,
     open_saver,
     positive,
 )
@@ -63,10 +66,14 @@ def _thread_json(t: ThreadInfo) -> dict[str, Any]:
 
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
-    with open_saver(args) as saver:
-        threads = saver.list_threads(
-            limit=args.limit, offset=args.offset, idle_for=args.idle_for, after=args.after
-        )
+    # The saver's list_threads plan, on its door without the saver (no LangGraph import).
+    from .._browse import threads_plan
+    from .._ops import statements_for
+
+    with open_runner(args) as runner:
+        st = statements_for(runner.qb)
+        plan = threads_plan(st, args.limit, args.offset, args.idle_for, args.after)
+        threads = runner.drive(plan)
 
     def human() -> None:
         if not threads:
