@@ -136,6 +136,36 @@ def test_filter_on_an_indexed_key_reads_the_index(saver: SQLAlchemySaver) -> Non
         assert "lgsa_checkpoints key=None" not in text, text
 
 
+def test_filter_on_step_reads_the_step_index(saver: SQLAlchemySaver) -> None:
+    """``list(None, filter={"step": n})`` seeks ``ix_lgsa_checkpoints_step_source`` (one
+    index for step and source since 0007): a rare step is found without a scan."""
+    bulk_load(saver)
+    rare = {
+        "thread_id": "t-rare",
+        "checkpoint_ns": "",
+        "checkpoint_id": "1f000000-0000-6000-9000-000000000000",
+    }
+    with raw(saver) as conn:  # one checkpoint at step 10,000
+        row = {**rare, "parent_checkpoint_id": None, "type": "msgpack", "checkpoint": b"\x80"}
+        row |= {"metadata": {"step": 10_000, "source": "loop"}, "value_versions": {}}
+        conn.execute(insert(checkpoints), [{**row, "source": '"loop"', "step": 10_000}])
+    query = saver._codec.list_query(None, {"step": 10_000}, None)
+    with raw(saver) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 10,000 small rows
+        plan = explain(conn, saver, _page_select(conn, saver._st, query, None, 10))
+    text = "\n".join(plan)
+    if conn.dialect.name == "postgresql":
+        assert "Seq Scan" not in text, text
+    elif conn.dialect.name == "sqlite":
+        assert "ix_lgsa_checkpoints_step_source" in text, text
+    else:
+        assert "key=ix_lgsa_checkpoints_step_source" in text, text
+    found = list(saver.list(None, filter={"step": 10_000}, limit=10))
+    assert [t.config["configurable"]["thread_id"] for t in found] == ["t-rare"]
+    assert len(list(saver.list(None, filter={"step": 24}, limit=500))) == THREADS
+
+
 def test_newest_threads_walk_the_checkpoint_id_index(saver: SQLAlchemySaver) -> None:
     """``list_threads``' walk reads ``ix_lgsa_checkpoints_checkpoint_id`` backwards, index
     only, with or without its keyset cursor and the ``idle_for``/``after`` bounds: no

@@ -132,7 +132,7 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: Revision of the newest migration script under ``migrations/versions``: the schema these
 #: tables describe, which the saver checks a database for without loading Alembic. A new
 #: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
-HEAD_REVISION = "0006_metadata_index"
+HEAD_REVISION = "0007_step_source_index"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
@@ -433,10 +433,10 @@ checkpoints = Table(
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
     Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
-    Index("ix_lgsa_checkpoints_source_step", "source", "step"),
-    # A filter on ``step`` alone (a rare step is found by index, not by a scan of every
-    # ``source`` group).
-    Index("ix_lgsa_checkpoints_step", "step"),
+    # Filters on ``step`` (a rare step is found by index) and on ``step`` and ``source``;
+    # one index, not two: each one is a scattered page to write back for every checkpoint
+    # a delete or prune removes (migration 0007). ``source`` alone: the checkpoint-id walk.
+    Index("ix_lgsa_checkpoints_step_source", "step", "source"),
     **MYSQL_TABLE_OPTIONS,
 )
 
