@@ -330,7 +330,7 @@ class Codec:
         config_metadata: ConfigMetadata = True,
         index_keys: tuple[str, ...] = _metaindex.DEFAULT_KEYS,
     ) -> None:
-        self.serde = serde
+        self.serde = serde  # (sets _opaque)
         self.st = st
         self.inline_limit = inline_limit
         self.strict = strict
@@ -339,6 +339,19 @@ class Codec:
         # Where the dialect keeps index rows: the keys put writes them for.
         self._row_keys = index_keys if st.qb.metadata_index_rows else ()
         self.values = ValueCache()
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        """The serializer values are decoded with."""
+        return self._serde
+
+    @serde.setter
+    def serde(self, serde: SerializerProtocol) -> None:
+        # Once, not at every value: isinstance on a subclass of a typing.Protocol goes
+        # through _ProtocolMeta.__instancecheck__ (9 calls a get_tuple, 7% of its
+        # instructions with the rest of the read checks).
+        self._serde = serde
+        self._opaque = serde if isinstance(serde, _opaque.OpaqueSerializer) else None
 
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
         """A codec like this one with another serializer (its own value cache)."""
@@ -358,8 +371,8 @@ class Codec:
         ``strict`` is on. With an :class:`._opaque.OpaqueSerializer` (the operator
         tools) the value is not decoded at all: a :class:`._opaque.Stored`, written back
         byte for byte (decrypted when the serializer has the cipher)."""
-        if isinstance(self.serde, _opaque.OpaqueSerializer):
-            return self.serde.stored(type_, data if data is not None else b"")
+        if self._opaque is not None:
+            return self._opaque.stored(type_, data if data is not None else b"")
         if self.strict:
             return _strict.loads(self.serde, type_, data if data is not None else b"")
         return self.serde.loads_typed((type_, data if data is not None else b""))
@@ -388,7 +401,7 @@ class Codec:
 
         def load(part: str, type_: str, data: bytes | None) -> Any:
             try:
-                if part == "checkpoint" and isinstance(self.serde, _opaque.OpaqueSerializer):
+                if part == "checkpoint" and self._opaque is not None:
                     return self.serde.loads_typed((type_, data or b""))  # the document, as data
                 return self.loads(type_, data)
             except Exception as e:
