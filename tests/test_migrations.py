@@ -428,6 +428,20 @@ async def test_0003_keeps_0002_rows_and_rekeys_names_like_digest_keys(target: Ta
         with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
             _migrate(target, "down", "base")
         assert _current(target) == HEAD
+        # A relative target counts from the database's revision, as Alembic does: from
+        # 0005, -4 crosses 0003 (it was checked from head, and 0005 ran before 0003 refused).
+        _migrate(target, "down", "0005_lock_rows")
+        with pytest.raises(DowngradeRefusedError, match="cannot downgrade below 0003_long_names"):
+            _migrate(target, "down", "-4")
+        assert _current(target) == "0005_lock_rows"
+        _migrate(target, "down", "-1")  # one step from where it is, as before
+        assert _current(target) == "0004_mariadb_compressed_values"
+        # Targets Alembic refuses stay its one-line CommandError, not a traceback.
+        for bad in ("bogus_rev", "+1", HEAD):
+            with pytest.raises(AlembicCommandError):
+                _migrate(target, "down", bad)
+        _migrate(target, "up", "head")
+        assert _current(target) == HEAD
         check_long = saver.get_tuple(_checkpoint_config(long_name))
         assert check_long is not None
         assert check_long.config["configurable"]["thread_id"] == long_name

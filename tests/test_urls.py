@@ -14,10 +14,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from sqlalchemy import make_url
+from sqlalchemy import create_engine, event, make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
@@ -132,7 +134,34 @@ async def test_a_query_parameter_the_driver_refuses_is_a_typed_error(
             saver.get_tuple({"configurable": {"thread_id": "t"}})
         with pytest.raises(DatabaseURLError, match="bogus_option"):
             await saver.aget_tuple({"configurable": {"thread_id": "t"}})
-    assert "Remove from the URL's query string" in str(sync_error.value)
+    assert "remove it from the URL's query string" in str(sync_error.value)
+
+
+async def test_an_applications_do_connect_listener_still_connects(mariadb_url: str) -> None:
+    # The saver's argument check returns no connection: a listener the application adds
+    # afterwards (SQLAlchemy's token-injection pattern) still decides how to connect.
+    called: list[str] = []
+    with fresh_database("mariadb") as own:
+        wrong = make_url(own).set(password="wrong-password")
+        engine = create_engine(wrong)
+        async_engine = create_async_engine(wrong.set(drivername="mysql+asyncmy"))
+        saver = SQLAlchemySaver(engine=engine, async_engine=async_engine)
+        for target in (engine, async_engine.sync_engine):
+
+            @event.listens_for(target, "do_connect")
+            def inject(dialect: Any, _rec: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+                called.append(dialect.driver)
+                cparams["password"] = ""  # the server's root has an empty password
+
+        try:
+            saver.setup()
+            assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+            assert await saver.aget_tuple({"configurable": {"thread_id": "t"}}) is None
+        finally:
+            saver.close()
+            engine.dispose()
+            await async_engine.dispose()
+    assert set(called) == {"pymysql", "asyncmy"}
 
 
 def test_a_password_in_the_query_string_is_masked_like_one_before_the_at() -> None:

@@ -12,6 +12,7 @@ given.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import re
 import uuid
@@ -259,35 +260,60 @@ def configure_engine(engine: Engine) -> None:
     (``dialects.mysql.MYSQL_RECURSION_LIMIT``) that lets long parent chains be walked.
     PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
 
-    On every dialect, a driver's ``TypeError`` at connect (PyMySQL and asyncmy take the
-    URL's query parameters as keyword arguments: ``?bogus=1`` is
-    ``Connection.__init__() got an unexpected keyword argument 'bogus'``) becomes a
-    :class:`.DatabaseURLError` that names the parameters to remove.
+    On every dialect, a URL query parameter the driver's ``connect`` does not take
+    (PyMySQL and asyncmy take the query string as keyword arguments: ``?bogus=1`` was
+    ``Connection.__init__() got an unexpected keyword argument 'bogus'``) is a
+    :class:`.DatabaseURLError` that names it, raised before connecting.
 
     Args:
         engine: The engine to configure.
     """
-    if not event.contains(engine, "do_connect", _typed_connect):
-        event.listen(engine, "do_connect", _typed_connect)
+    if not event.contains(engine, "do_connect", _check_arguments):
+        event.listen(engine, "do_connect", _check_arguments)
     dialect = DIALECTS.get(engine.dialect.name)
     if dialect is not None:
         dialect.configure(engine)
 
 
-def _typed_connect(
-    dialect: Dialect, _record: object, cargs: tuple[Any, ...], cparams: dict[str, Any]
-) -> Any:
-    """The ``do_connect`` hook of :func:`configure_engine`: the dialect's own connect, with
-    a driver's refusal of an argument made a typed error (no password is named: only the
-    parameter names of the URL's query string)."""
-    try:
-        return dialect.connect(*cargs, **cparams)
-    except TypeError as e:
+def _check_arguments(
+    dialect: Dialect, _record: object, _cargs: tuple[Any, ...], cparams: dict[str, Any]
+) -> None:
+    """The ``do_connect`` hook of :func:`configure_engine`: refuses arguments the driver's
+    ``connect`` has no parameter for. It returns nothing, so SQLAlchemy (or a listener
+    of the application's) connects as it would without it; a driver whose ``connect``
+    takes any keyword (psycopg, which hands them to libpq) is not checked here."""
+    key = (dialect.name, dialect.driver, id(dialect.loaded_dbapi))
+    if key not in _ACCEPTED:
+        _ACCEPTED[key] = _accepted_arguments(dialect.loaded_dbapi, dialect.driver)
+    accepted = _ACCEPTED[key]
+    unknown = sorted(set(cparams) - accepted) if accepted is not None else []
+    if unknown:
         raise DatabaseURLError(
-            f"The {dialect.name}+{dialect.driver} driver refused a connection argument "
-            f"({e}). Remove from the URL's query string what it does not take (it was given "
-            f"the arguments {', '.join(sorted(cparams)) or 'none'})."
-        ) from e
+            f"The {dialect.name}+{dialect.driver} driver takes no connection argument "
+            f"{', '.join(map(repr, unknown))}: remove it from the URL's query string."
+        )
+
+
+#: :func:`_accepted_arguments` by ``(dialect name, driver, id of the DBAPI module)``.
+_ACCEPTED: dict[tuple[str, str, int], frozenset[str] | None] = {}
+
+
+def _accepted_arguments(dbapi: Any, driver: str) -> frozenset[str] | None:
+    """The keyword parameters of the driver's ``connect`` (for an async dialect, its
+    adapter's driver module, named as the dialect's driver), or None when it takes any
+    keyword or has no readable signature."""
+    module = getattr(dbapi, driver, None)
+    connect = getattr(module, "connect", None) or getattr(dbapi, "connect", None)
+    if connect is None:
+        return None
+    try:
+        parameters = list(inspect.signature(connect).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(p.name for p in parameters if p.kind in kinds)
 
 
 def engine_pair(

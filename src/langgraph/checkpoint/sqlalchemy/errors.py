@@ -247,9 +247,10 @@ class DatabaseURLError(ValueError):
     ``sqlite://relative.db`` (two slashes: SQLAlchemy refuses a host on SQLite) or an empty
     string. The message lists the valid forms; nothing was opened or created.
 
-    Also raised at the first connection when the driver refuses an argument that came
-    from the URL's query string (PyMySQL and asyncmy: ``mysql://host/db?bogus=1``, a
-    ``TypeError`` in the driver); the message names the arguments, never their values.
+    Also raised before a connection is made when the URL's query string holds an
+    argument the driver's ``connect`` has no parameter for (PyMySQL and asyncmy:
+    ``mysql://host/db?bogus=1`` was a ``TypeError`` in the driver); the message names the
+    arguments, never their values.
     """
 
 

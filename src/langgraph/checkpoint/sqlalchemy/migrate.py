@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
@@ -142,14 +142,32 @@ def downgrade(connection: Connection, revision: str, *, schema: str | None = Non
     """
     from alembic import command
 
-    current = current_revision(connection, schema=schema)
-    if current is not None and not is_ahead(current):
-        for script in _scripts().iterate_revisions(current, revision):
-            refusal = getattr(script.module, "downgrade_refusal", None)
-            why = refusal(connection, schema) if refusal is not None else None
-            if why is not None:
-                raise DowngradeRefusedError(why)
+    for script in _steps_down(connection, revision, schema):
+        refusal = getattr(script.module, "downgrade_refusal", None)
+        why = refusal(connection, schema) if refusal is not None else None
+        if why is not None:
+            raise DowngradeRefusedError(why)
     _alembic(command.downgrade, connection, revision, schema)
+
+
+def _steps_down(connection: Connection, revision: str, schema: str | None) -> list[Any]:
+    """The scripts whose ``downgrade`` a downgrade to ``revision`` runs, newest first:
+    from the database's revision down to, not including, ``revision`` (``"base"``: all;
+    ``"-N"``: N steps from the database's revision, as Alembic counts them). Empty when
+    Alembic itself will refuse the target (unknown, above the current revision, another
+    direction): its command reports that, as it always did."""
+    from alembic.script.revision import RevisionError
+
+    current = current_revision(connection, schema=schema)
+    if current is None or is_ahead(current):
+        return []
+    scripts = _scripts()
+    try:
+        if revision.startswith("-") and revision[1:].isdigit():
+            return list(scripts.iterate_revisions(current, "base"))[: int(revision[1:])]
+        return list(scripts.iterate_revisions(current, revision))
+    except (RevisionError, AssertionError):  # Alembic asserts on "rev@-1" forms
+        return []
 
 
 def stamp(connection: Connection, revision: str, *, schema: str | None = None) -> None:
