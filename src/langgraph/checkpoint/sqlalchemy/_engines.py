@@ -169,9 +169,11 @@ def _password_in_place(url: URL) -> URL:
     """``?password=`` (psycopg and PyMySQL take it) moved to the URL's password field when
     that is empty: the same connection argument, but SQLAlchemy masks that field as
     ``***`` in ``repr(engine)``, logs and errors, and never a query parameter. A URL with
-    both is left as it is (the drivers disagree on which one wins)."""
+    both is left as it is (the drivers disagree on which one wins), and so is a URL
+    without a host (a SQLite file: SQLAlchemy refuses a password there, and the query
+    parameter is ignored with a warning, as before)."""
     password = url.query.get("password")
-    if password is None or url.password is not None:
+    if password is None or url.password is not None or not url.host:
         return url
     value = password if isinstance(password, str) else password[-1]
     return url.difference_update_query(["password"]).set(password=value)
