@@ -121,6 +121,30 @@ async def test_indexed_filter_lists_what_a_scan_lists(saver: SQLAlchemySaver, do
     assert listed(saver, {"run_id": "r1"}) == []
 
 
+async def test_step_and_source_indexed_on_request(saver: SQLAlchemySaver, door: Door) -> None:
+    """``step`` and ``source`` (promoted columns, indexed by default on PostgreSQL only
+    since 0008) go through the metadata index when ``metadata_index_keys`` lists them,
+    with the same matches as the columns alone, whatever the stored value's type."""
+    steps: list[Any] = [1, 2, 2.0, -1, 10_000, "2", True, None, [2]]
+    sources: list[Any] = ["loop", "input", "Loop", "", 1, None]
+    for i, (step, source) in enumerate(zip(steps * 2, sources * 3, strict=False)):
+        cp = empty_checkpoint()
+        await door.put(cfg(f"t{i}"), cp, {"step": step, "source": source}, {})
+    indexing = twin(saver, metadata_index_keys=["step", "source"])
+    await Door(indexing, door.mode).reindex_metadata()
+    scan = scanning(saver)
+    for flt in [
+        *({"step": v} for v in [*steps, 2.5, 0]),
+        *({"source": v} for v in [*sources, "update"]),
+        {"step": 2, "source": "input"},
+        {"step": 10_000, "source": "loop"},
+    ]:
+        assert listed(indexing, flt) == listed(scan, flt), flt
+    assert len(listed(indexing, {"step": 2})) == 4  # 2 and 2.0, twice each
+    if saver._qb.metadata_index_rows:
+        assert index_rows(saver) > 0
+
+
 async def test_index_follows_copy_prune_and_deletes(saver: SQLAlchemySaver, door: Door) -> None:
     first = await store(door, "src", {"user_id": "alice", "run_id": "r1"})
     await store(door, "src", {"user_id": "alice", "run_id": "r2"})

@@ -39,7 +39,7 @@ def bulk_load(saver: SQLAlchemySaver) -> None:
             "checkpoint": b"\x80",
             "metadata": {"step": i, "source": "loop"},
             "value_versions": {},
-            "source": '"loop"',
+            "source": "loop",
             "step": i,
         }
         for t in range(THREADS)
@@ -136,9 +136,11 @@ def test_filter_on_an_indexed_key_reads_the_index(saver: SQLAlchemySaver) -> Non
         assert "lgsa_checkpoints key=None" not in text, text
 
 
-def test_filter_on_step_reads_the_step_index(saver: SQLAlchemySaver) -> None:
-    """``list(None, filter={"step": n})`` seeks ``ix_lgsa_checkpoints_step_source`` (one
-    index for step and source since 0007): a rare step is found without a scan."""
+def test_filter_on_step_reads_an_index(saver: SQLAlchemySaver) -> None:
+    """``list(None, filter={"step": n})`` finds a rare step by index: PostgreSQL seeks
+    ``ix_lgsa_checkpoints_step_source``; SQLite and MariaDB (no such index since 0008,
+    whose deletes would pay for it) read ``lgsa_metadata_index`` once ``metadata_index_keys``
+    lists ``step`` and ``reindex_metadata()`` ran, and find it by a walk before."""
     bulk_load(saver)
     rare = {
         "thread_id": "t-rare",
@@ -148,22 +150,30 @@ def test_filter_on_step_reads_the_step_index(saver: SQLAlchemySaver) -> None:
     with raw(saver) as conn:  # one checkpoint at step 10,000
         row = {**rare, "parent_checkpoint_id": None, "type": "msgpack", "checkpoint": b"\x80"}
         row |= {"metadata": {"step": 10_000, "source": "loop"}, "value_versions": {}}
-        conn.execute(insert(checkpoints), [{**row, "source": '"loop"', "step": 10_000}])
-    query = saver._codec.list_query(None, {"step": 10_000}, None)
-    with raw(saver) as conn:
+        conn.execute(insert(checkpoints), [{**row, "source": "loop", "step": 10_000}])
+    for keys in ((), ("step",)):
+        indexing = SQLAlchemySaver(
+            saver.engine, saver.async_engine, schema=saver.schema, metadata_index_keys=keys
+        )
+        indexing.reindex_metadata()
+        query = indexing._codec.list_query(None, {"step": 10_000}, None)
+        with raw(saver) as conn:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 10,000 small rows
+            text = "\n".join(
+                explain(conn, saver, _page_select(conn, indexing._st, query, None, 10))
+            )
         if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 10,000 small rows
-        plan = explain(conn, saver, _page_select(conn, saver._st, query, None, 10))
-    text = "\n".join(plan)
-    if conn.dialect.name == "postgresql":
-        assert "Seq Scan" not in text, text
-    elif conn.dialect.name == "sqlite":
-        assert "ix_lgsa_checkpoints_step_source" in text, text
-    else:
-        assert "key=ix_lgsa_checkpoints_step_source" in text, text
-    found = list(saver.list(None, filter={"step": 10_000}, limit=10))
-    assert [t.config["configurable"]["thread_id"] for t in found] == ["t-rare"]
-    assert len(list(saver.list(None, filter={"step": 24}, limit=500))) == THREADS
+            assert "ix_lgsa_checkpoints_step_source" in text and "Seq Scan" not in text, text
+        elif keys:
+            assert "lgsa_metadata_index" in text, text
+            assert "SCAN lgsa_checkpoints" not in text, text  # SQLite
+            assert "lgsa_checkpoints key=None" not in text, text  # MariaDB
+        found = list(indexing.list(None, filter={"step": 10_000}, limit=10))
+        assert [t.config["configurable"]["thread_id"] for t in found] == ["t-rare"]
+        assert len(list(indexing.list(None, filter={"step": 24}, limit=500))) == THREADS
+        found = list(indexing.list(None, filter={"step": 10_000, "source": "loop"}, limit=10))
+        assert [t.config["configurable"]["thread_id"] for t in found] == ["t-rare"]
 
 
 def test_newest_threads_walk_the_checkpoint_id_index(saver: SQLAlchemySaver) -> None:

@@ -709,19 +709,22 @@ class Codec:
                 "(each key is one condition of the query, and SQLite refuses about 1,000). "
                 "Filter on fewer keys and check the rest in Python on the listed tuples."
             )
-        json_filters = []
+        json_filters, narrowing = [], []
         for key, value in filter.items():
             try:
                 # Refuse a bad filter before any query runs.
                 self.st.qb.check_filter(key, value)
             except (TypeError, ValueError) as e:
                 raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
-            # The promoted, indexed columns answer LangGraph's own keys exactly (same
-            # JSON semantics); other keys and values query the JSON document.
+            # The promoted columns answer LangGraph's own keys exactly (same JSON
+            # semantics), and the metadata index may narrow them (migration 0008); other
+            # keys and values query the JSON document.
             if key == "source" and (source := promoted_source(value)) is not None:
                 where.append(checkpoints.c.source == canonical_json(source))
+                narrowing.append((key, value))
             elif key == "step" and (step := promoted_step(value)) is not None:
                 where.append(checkpoints.c.step == step)
+                narrowing.append((key, value))
             else:
                 if key == "run_id" and isinstance(value, str):
                     # The indexed run_id column holds every string run id (rechecked:
@@ -729,7 +732,10 @@ class Codec:
                     where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
                 json_filters.append((key, value))
         return _listing.ListQuery(
-            tuple(where), tuple(json_filters), index_keys=frozenset(self.index_keys)
+            tuple(where),
+            tuple(json_filters),
+            index_keys=frozenset(self.index_keys),
+            narrowing=tuple(narrowing),
         )
 
 

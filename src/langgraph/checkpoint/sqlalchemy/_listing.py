@@ -46,12 +46,16 @@ class ListQuery:
         index_keys: The metadata keys the saver indexes (its ``metadata_index_keys``); a
             filter on one of them that the database lists as complete reads the index
             (:mod:`._metaindex`).
+        narrowing: Filters ``(key, JSON value)`` that ``where`` already decides (the
+            promoted ``step`` and ``source`` columns), which the metadata index may
+            narrow when it holds the key.
     """
 
     where: tuple[ColumnElement[bool], ...]
     filters: tuple[tuple[str, Any], ...] = ()
     order: tuple[Any, ...] = ()
     index_keys: frozenset[str] = frozenset()
+    narrowing: tuple[tuple[str, Any], ...] = ()
 
 
 def _page_select(
@@ -60,7 +64,13 @@ def _page_select(
     c = checkpoints.c
     order = query.order or (c.checkpoint_id, c.thread_id, c.checkpoint_ns)
     stmt = select(*CHECKPOINT_COLUMNS).where(*query.where)
-    indexed = query.index_keys & st.indexed_keys(conn) if query.filters else frozenset()
+    searched = query.filters or query.narrowing
+    indexed = query.index_keys & st.indexed_keys(conn) if searched else frozenset()
+    for key, value in query.narrowing:
+        if key in indexed:
+            name, text = st.qb.check_filter(key, value)
+            narrowed = st.qb.metadata_index_filter(checkpoints, name, text, True)
+            stmt = stmt if narrowed is None else stmt.where(narrowed)
     for key, value in query.filters:
         # metadata_equals, its check done once for both conditions.
         name, text = st.qb.check_filter(key, value)

@@ -10,10 +10,13 @@ before the exact JSON comparison rechecks them. PostgreSQL needs none of this: i
 index on the JSONB column serves every key through containment
 (:meth:`.QueryBuilder.metadata_index_filter`).
 
-Keys served without this table, by the checkpoints table's own indexed columns:
-``source``, ``step`` and ``run_id``. Keys indexed by default: :data:`DEFAULT_KEYS`
-(what the LangGraph server and applications filter threads by), always. The saver's
-``metadata_index_keys`` option names more; a key is used for filters once
+The key served without this table, by the checkpoints table's own indexed column:
+``run_id``. ``source`` and ``step`` have columns of their own too, which answer their
+filters exactly, but (migration 0008) an index on them only on PostgreSQL: elsewhere a
+filter on a rare step or source reads the checkpoints newest first until it has its page,
+unless ``metadata_index_keys`` lists the key. Keys indexed by default:
+:data:`DEFAULT_KEYS` (what the LangGraph server and applications filter threads by),
+always. The saver's ``metadata_index_keys`` option names more; a key is used for filters once
 :data:`.schema.metadata_keys` lists it, that is once every stored checkpoint has its row
 (migration 0006 for the defaults, :meth:`.SQLAlchemySaver.reindex_metadata` for others).
 Filters on other keys still work, by a scan.
@@ -39,8 +42,8 @@ from .schema import (
 )
 
 __all__ = [
+    "COLUMN_KEYS",
     "DEFAULT_KEYS",
-    "PROMOTED_KEYS",
     "backfill",
     "checked_keys",
     "filter_value",
@@ -53,8 +56,8 @@ __all__ = [
 #: Metadata keys indexed by default (:data:`.schema.metadata_index`): LangGraph's own
 #: ``thread_id``, and what the LangGraph server and applications look threads up by.
 DEFAULT_KEYS: tuple[str, ...] = ("thread_id", "user_id", "assistant_id", "graph_id")
-#: Keys the checkpoints table indexes in columns of their own; never in the index table.
-PROMOTED_KEYS: frozenset[str] = frozenset({"source", "step", "run_id"})
+#: Keys the checkpoints table indexes in a column of its own; never in the index table.
+COLUMN_KEYS: frozenset[str] = frozenset({"run_id"})
 
 _BATCH = 2000
 
@@ -63,7 +66,7 @@ def checked_keys(keys: Collection[str] | None) -> tuple[str, ...]:
     """The saver's ``metadata_index_keys`` option checked: the keys to index besides
     :data:`DEFAULT_KEYS`, which are always indexed (a writer that left one out would
     hide its checkpoints from every other process's filters). Returns the union, sorted,
-    without :data:`PROMOTED_KEYS`.
+    without :data:`COLUMN_KEYS`.
 
     Raises:
         TypeError: ``keys`` is a bare string or holds a non-string.
@@ -83,7 +86,7 @@ def checked_keys(keys: Collection[str] | None) -> tuple[str, ...]:
                 f"metadata_index_keys: {key!r} cannot be indexed: keys are 1 to "
                 f"{INDEX_KEY_MAX_LENGTH} characters without NUL"
             )
-        if key not in PROMOTED_KEYS:
+        if key not in COLUMN_KEYS:
             out.add(key)
     return tuple(sorted(out))
 
@@ -171,7 +174,7 @@ def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int
     Returns:
         Index rows written.
     """
-    keys = [k for k in keys if k not in PROMOTED_KEYS]
+    keys = [k for k in keys if k not in COLUMN_KEYS]
     if not keys:
         return 0
     c = checkpoints.c

@@ -149,7 +149,9 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         metadata_index_keys: More metadata keys whose equality filters an index
             serves on SQLite and MySQL/MariaDB (PostgreSQL's GIN index serves every key),
             besides ``thread_id``, ``user_id``, ``assistant_id`` and ``graph_id``, always
-            indexed (``source``, ``step`` and ``run_id`` are indexed columns). Every
+            indexed (``run_id`` is an indexed column; ``step`` and ``source`` are
+            indexed on PostgreSQL only, and may be listed here, at one scattered index
+            page a deleted checkpoint: migration 0008). Every
             process writing to the database must list the same keys; a key added later
             serves filters once :meth:`reindex_metadata` has indexed the stored
             checkpoints (until then a filter on it scans). See docs/concepts.md.
