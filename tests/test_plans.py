@@ -139,8 +139,9 @@ def test_filter_on_an_indexed_key_reads_the_index(saver: SQLAlchemySaver) -> Non
 def test_filter_on_step_reads_an_index(saver: SQLAlchemySaver) -> None:
     """``list(None, filter={"step": n})`` finds a rare step by index: PostgreSQL seeks
     ``ix_lgsa_checkpoints_step_source``; SQLite and MariaDB (no such index since 0008,
-    whose deletes would pay for it) read ``lgsa_metadata_index`` once ``metadata_index_keys``
-    lists ``step`` and ``reindex_metadata()`` ran, and find it by a walk before."""
+    whose deletes would pay for it) walk ``ix_lgsa_checkpoints_checkpoint_id``, whose
+    entries hold ``step``, and read ``lgsa_metadata_index`` once ``metadata_index_keys``
+    lists ``step`` and ``reindex_metadata()`` ran."""
     bulk_load(saver)
     rare = {
         "thread_id": "t-rare",
@@ -165,7 +166,11 @@ def test_filter_on_step_reads_an_index(saver: SQLAlchemySaver) -> None:
             )
         if conn.dialect.name == "postgresql":
             assert "ix_lgsa_checkpoints_step_source" in text and "Seq Scan" not in text, text
-        elif keys:
+        elif not keys:  # the walk, step checked in the index entries
+            assert "ix_lgsa_checkpoints_checkpoint_id" in text, text
+            assert "SCAN lgsa_checkpoints\n" not in text + "\n", text  # SQLite
+            assert "lgsa_checkpoints key=None" not in text, text  # MariaDB
+        else:
             assert "lgsa_metadata_index" in text, text
             assert "SCAN lgsa_checkpoints" not in text, text  # SQLite
             assert "lgsa_checkpoints key=None" not in text, text  # MariaDB

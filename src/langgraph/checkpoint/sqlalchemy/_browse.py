@@ -6,8 +6,8 @@ line runs without a saver). Nothing here decodes a checkpoint: threads and total
 key columns, lengths and counts.
 
 How :func:`list_threads` finds a page without reading the whole table: it walks the
-index ``ix_lgsa_checkpoints_checkpoint_id`` (``checkpoint_id, thread_id,
-checkpoint_ns``) backwards, newest checkpoint first, index only, in growing batches below
+index ``ix_lgsa_checkpoints_checkpoint_id`` (``checkpoint_id, thread_id, checkpoint_ns,
+step, source``) backwards, newest checkpoint first, index only, in growing batches below
 a keyset cursor, and keeps each thread the first time it meets it (that row is the
 thread's newest checkpoint). It stops once it holds the page's threads, then reads the
 counts and sizes of those threads only, by the primary key's prefix. The cost is the

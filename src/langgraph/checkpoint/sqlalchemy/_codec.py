@@ -692,8 +692,10 @@ class Codec:
             )
             where.append(checkpoints.c.checkpoint_id < before_id)
         if filter:
-            return replace(self._filtered(where, filter), order=order)
-        return _listing.ListQuery(tuple(where), order=order)
+            return replace(
+                self._filtered(where, filter), order=order, across_threads=config is None
+            )
+        return _listing.ListQuery(tuple(where), order=order, across_threads=config is None)
 
     def _filtered(
         self, where: list[ColumnElement[bool]], filter: dict[str, Any]

@@ -49,6 +49,7 @@ class ListQuery:
         narrowing: Filters ``(key, JSON value)`` that ``where`` already decides (the
             promoted ``step`` and ``source`` columns), which the metadata index may
             narrow when it holds the key.
+        across_threads: No thread is fixed (``list(None, ...)``).
     """
 
     where: tuple[ColumnElement[bool], ...]
@@ -56,6 +57,7 @@ class ListQuery:
     order: tuple[Any, ...] = ()
     index_keys: frozenset[str] = frozenset()
     narrowing: tuple[tuple[str, Any], ...] = ()
+    across_threads: bool = False
 
 
 def _page_select(
@@ -66,11 +68,15 @@ def _page_select(
     stmt = select(*CHECKPOINT_COLUMNS).where(*query.where)
     searched = query.filters or query.narrowing
     indexed = query.index_keys & st.indexed_keys(conn) if searched else frozenset()
+    walk = query.across_threads and bool(query.narrowing) and not query.filters
     for key, value in query.narrowing:
         if key in indexed:
             name, text = st.qb.check_filter(key, value)
             narrowed = st.qb.metadata_index_filter(checkpoints, name, text, True)
             stmt = stmt if narrowed is None else stmt.where(narrowed)
+            walk = False
+    if walk:  # step and source only: checked in the checkpoint-id index's entries
+        stmt = st.qb.walk_newest_first(stmt, checkpoints)
     for key, value in query.filters:
         # metadata_equals, its check done once for both conditions.
         name, text = st.qb.check_filter(key, value)

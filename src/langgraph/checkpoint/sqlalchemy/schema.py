@@ -132,7 +132,7 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: Revision of the newest migration script under ``migrations/versions``: the schema these
 #: tables describe, which the saver checks a database for without loading Alembic. A new
 #: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
-HEAD_REVISION = "0008_step_index_pg_only"
+HEAD_REVISION = "0008_step_source_in_id_index"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
@@ -432,7 +432,17 @@ checkpoints = Table(
     Column("checkpoint_ns_full", FullName(), nullable=True),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", name="pk_lgsa_checkpoints"),
     Index("ix_lgsa_checkpoints_run_id", "run_id"),
-    Index("ix_lgsa_checkpoints_checkpoint_id", "checkpoint_id", "thread_id", "checkpoint_ns"),
+    # Newest first across threads (``list(None)``, ``list_threads``' index-only walk);
+    # ``step`` and ``source`` in the entry let a filter on them skip non-matching
+    # checkpoints without reading their rows (migration 0008).
+    Index(
+        "ix_lgsa_checkpoints_checkpoint_id",
+        "checkpoint_id",
+        "thread_id",
+        "checkpoint_ns",
+        "step",
+        "source",
+    ),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -441,8 +451,8 @@ checkpoints = Table(
 # while on SQLite and InnoDB every removed checkpoint is an entry on a page of its own
 # step, a scattered page read and written back: at 1,000,000 checkpoints that page comes
 # from the disk and ``delete_thread`` and ``prune`` grew 2x with the store. There, a
-# filter on ``step`` or ``source`` reads the checkpoints newest first through
-# ``ix_lgsa_checkpoints_checkpoint_id``, or :data:`metadata_index` when the saver's
+# filter on ``step`` or ``source`` walks ``ix_lgsa_checkpoints_checkpoint_id`` newest
+# first, checking both in its entries, or reads :data:`metadata_index` when the saver's
 # ``metadata_index_keys`` lists the key (:mod:`._metaindex`).
 Index("ix_lgsa_checkpoints_step_source", checkpoints.c.step, checkpoints.c.source).ddl_if(
     dialect="postgresql"

@@ -17,16 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    Select,
-    Table,
-    bindparam,
-    event,
-    select,
-    tuple_,
-)
+from sqlalchemy import Connection, Engine, Select, Table, bindparam, event, select, tuple_
 from sqlalchemy.engine import URL, Dialect, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
@@ -246,6 +237,12 @@ class QueryBuilder(LeaseRows, ABC):
         """
         c = table.c
         return [c.thread_id == thread_id, c.checkpoint_ns == checkpoint_ns], (c.checkpoint_id,)
+
+    def walk_newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
+        """``stmt``, a listing across threads whose conditions the entries of
+        ``ix_lgsa_checkpoints_checkpoint_id`` decide (``step``, ``source``, ``before``),
+        made to walk that index newest first. Default: as is (SQLite and PostgreSQL do)."""
+        return stmt
 
     def rows_before(self, columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
         """Condition: ``columns`` sort strictly before ``values`` (keyset pagination of
