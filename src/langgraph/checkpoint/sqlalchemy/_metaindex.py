@@ -115,7 +115,7 @@ def index_value(value: Any) -> str:
         text = "z:null"
     elif isinstance(value, (int, float)):
         try:
-            text = "n:" + repr(float(value))
+            text = "n:" + repr(float(value) + 0.0)  # + 0.0: -0.0 is 0, as in JSON
         except OverflowError:  # an integer beyond a double: one bucket for all of them
             text = "n:big"
     else:
@@ -126,10 +126,13 @@ def index_value(value: Any) -> str:
     return text
 
 
-def filter_value(text: str) -> str:
-    """:func:`index_value` of a filter value given as its canonical JSON ``text`` (as
-    :meth:`.QueryBuilder.check_filter` returns it: the stored form, NUL removed)."""
-    return index_value(json.loads(text))
+def filter_value(text: str) -> tuple[str, ...]:
+    """The index values of the rows a filter value given as its canonical JSON ``text``
+    (as :meth:`.QueryBuilder.check_filter` returns it: the stored form, NUL removed)
+    may match: its :func:`index_value`, and for zero also ``n:-0.0``, the value of
+    ``-0.0`` in rows written before :func:`index_value` made it ``n:0.0``."""
+    value = index_value(json.loads(text))
+    return (value, "n:-0.0") if value == "n:0.0" else (value,)
 
 
 def index_rows(row: Mapping[str, Any], keys: Iterable[str]) -> list[dict[str, Any]]:

@@ -344,7 +344,7 @@ class QueryBuilder(LeaseRows, ABC):
             return None
         mi, c = metadata_index.c, table.c
         rows = select(mi.thread_id, mi.checkpoint_ns, mi.checkpoint_id).where(
-            mi.key == key, mi.value == filter_value(text)
+            mi.key == key, mi.value.in_(filter_value(text))
         )
         return tuple_(c.thread_id, c.checkpoint_ns, c.checkpoint_id).in_(rows)
 
