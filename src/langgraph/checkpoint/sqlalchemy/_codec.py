@@ -353,6 +353,15 @@ class Codec:
         self._serde = serde
         self._opaque = serde if isinstance(serde, _opaque.OpaqueSerializer) else None
 
+    def index_also(self, keys: Collection[str]) -> None:
+        """Write index rows for ``keys`` too: the keys the database lists as complete
+        (read by ``setup()``), which a writer without them in its ``metadata_index_keys``
+        (the CLI's ``import`` and ``copy``, a process not yet redeployed) would leave
+        incomplete, hiding its checkpoints from filters through the index."""
+        wider = set(self.index_keys).union(k for k in keys if k not in _metaindex.COLUMN_KEYS)
+        self.index_keys = tuple(sorted(wider))
+        self._row_keys = self.index_keys if self.st.qb.metadata_index_rows else ()
+
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
         """A codec like this one with another serializer (its own value cache)."""
         return Codec(
@@ -711,7 +720,7 @@ class Codec:
                 "(each key is one condition of the query, and SQLite refuses about 1,000). "
                 "Filter on fewer keys and check the rest in Python on the listed tuples."
             )
-        json_filters, narrowing = [], []
+        json_filters = []
         for key, value in filter.items():
             try:
                 # Refuse a bad filter before any query runs.
@@ -719,14 +728,11 @@ class Codec:
             except (TypeError, ValueError) as e:
                 raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
             # The promoted columns answer LangGraph's own keys exactly (same JSON
-            # semantics), and the metadata index may narrow them (migration 0008); other
-            # keys and values query the JSON document.
+            # semantics); other keys and values query the JSON document.
             if key == "source" and (source := promoted_source(value)) is not None:
                 where.append(checkpoints.c.source == canonical_json(source))
-                narrowing.append((key, value))
             elif key == "step" and (step := promoted_step(value)) is not None:
                 where.append(checkpoints.c.step == step)
-                narrowing.append((key, value))
             else:
                 if key == "run_id" and isinstance(value, str):
                     # The indexed run_id column holds every string run id (rechecked:
@@ -734,10 +740,7 @@ class Codec:
                     where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
                 json_filters.append((key, value))
         return _listing.ListQuery(
-            tuple(where),
-            tuple(json_filters),
-            index_keys=frozenset(self.index_keys),
-            narrowing=tuple(narrowing),
+            tuple(where), tuple(json_filters), index_keys=frozenset(self.index_keys)
         )
 
 

@@ -46,9 +46,6 @@ class ListQuery:
         index_keys: The metadata keys the saver indexes (its ``metadata_index_keys``); a
             filter on one of them that the database lists as complete reads the index
             (:mod:`._metaindex`).
-        narrowing: Filters ``(key, JSON value)`` that ``where`` already decides (the
-            promoted ``step`` and ``source`` columns), which the metadata index may
-            narrow when it holds the key.
         across_threads: No thread is fixed (``list(None, ...)``).
     """
 
@@ -56,7 +53,6 @@ class ListQuery:
     filters: tuple[tuple[str, Any], ...] = ()
     order: tuple[Any, ...] = ()
     index_keys: frozenset[str] = frozenset()
-    narrowing: tuple[tuple[str, Any], ...] = ()
     across_threads: bool = False
 
 
@@ -66,16 +62,9 @@ def _page_select(
     c = checkpoints.c
     order = query.order or (c.checkpoint_id, c.thread_id, c.checkpoint_ns)
     stmt = select(*CHECKPOINT_COLUMNS).where(*query.where)
-    searched = query.filters or query.narrowing
-    indexed = query.index_keys & st.indexed_keys(conn) if searched else frozenset()
-    walk = query.across_threads and bool(query.narrowing) and not query.filters
-    for key, value in query.narrowing:
-        if key in indexed:
-            name, text = st.qb.check_filter(key, value)
-            narrowed = st.qb.metadata_index_filter(checkpoints, name, text, True)
-            stmt = stmt if narrowed is None else stmt.where(narrowed)
-            walk = False
-    if walk:  # step and source only: checked in the checkpoint-id index's entries
+    indexed = query.index_keys & st.indexed_keys(conn) if query.filters else frozenset()
+    if query.across_threads and not query.filters:
+        # Conditions the checkpoint-id index's entries decide (step, source, before).
         stmt = st.qb.walk_newest_first(stmt, checkpoints)
     for key, value in query.filters:
         # metadata_equals, its check done once for both conditions.

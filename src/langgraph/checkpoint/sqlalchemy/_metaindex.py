@@ -10,11 +10,10 @@ before the exact JSON comparison rechecks them. PostgreSQL needs none of this: i
 index on the JSONB column serves every key through containment
 (:meth:`.QueryBuilder.metadata_index_filter`).
 
-The key served without this table, by the checkpoints table's own indexed column:
-``run_id``. ``source`` and ``step`` have columns of their own too, which answer their
-filters exactly, but (migration 0008) an index on them only on PostgreSQL: elsewhere a
-filter on a rare step or source reads the checkpoints newest first until it has its page,
-unless ``metadata_index_keys`` lists the key. Keys indexed by default:
+Keys served without this table, by the checkpoints table's own columns: ``run_id``
+(indexed), ``source`` and ``step`` (in the entries of
+``ix_lgsa_checkpoints_checkpoint_id``, walked newest first; PostgreSQL also has an index
+``(step, source)``, migration 0008). Keys indexed by default:
 :data:`DEFAULT_KEYS` (what the LangGraph server and applications filter threads by),
 always. The saver's ``metadata_index_keys`` option names more; a key is used for filters once
 :data:`.schema.metadata_keys` lists it, that is once every stored checkpoint has its row
@@ -56,8 +55,8 @@ __all__ = [
 #: Metadata keys indexed by default (:data:`.schema.metadata_index`): LangGraph's own
 #: ``thread_id``, and what the LangGraph server and applications look threads up by.
 DEFAULT_KEYS: tuple[str, ...] = ("thread_id", "user_id", "assistant_id", "graph_id")
-#: Keys the checkpoints table indexes in a column of its own; never in the index table.
-COLUMN_KEYS: frozenset[str] = frozenset({"run_id"})
+#: Keys with columns of their own in the checkpoints table; never in the index table.
+COLUMN_KEYS: frozenset[str] = frozenset({"source", "step", "run_id"})
 
 _BATCH = 2000
 

@@ -138,12 +138,13 @@ class Statements:
             )
         return stmt, {**_driver.many_params(blobs, columns), **checkpoint}
 
-    def indexed_keys(self, conn: Connection) -> frozenset[str]:
+    def indexed_keys(self, conn: Connection, *, fresh: bool = False) -> frozenset[str]:
         """The keys a metadata filter may find through :data:`.schema.metadata_index`
-        (:func:`._metaindex.registered`), read on the first filtered listing and kept for
-        the saver's life (a key registered later is found by a scan until a restart:
-        slower, never wrong). Empty where the dialect keeps no such rows."""
-        if self._registered is None:
+        (:func:`._metaindex.registered`), read on the first filtered listing (or again
+        when ``fresh``: ``setup()``) and kept for the saver's life (a key registered later
+        is found by a scan until a restart: slower, never wrong). Empty where the dialect
+        keeps no such rows."""
+        if self._registered is None or fresh:
             found = _metaindex.registered(conn) if self.qb.metadata_index_rows else frozenset()
             self._registered = found
         return self._registered
@@ -478,3 +479,9 @@ def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     """``items`` in slices of at most ``size`` (at least 1)."""
     size = max(1, size)
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def registered_keys(conn: Connection, st: Statements) -> frozenset[str]:
+    """The metadata keys the database indexes completely, read now
+    (:meth:`Statements.indexed_keys`)."""
+    return st.indexed_keys(conn, fresh=True)

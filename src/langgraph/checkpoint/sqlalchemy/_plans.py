@@ -151,6 +151,10 @@ class Plans:
     ) -> Plan[builtins.list[ThreadInfo]]:
         return _browse.threads_plan(self.st, limit, offset, idle_for, after)
 
+    def registered_keys(self) -> Plan[frozenset[str]]:
+        keys: frozenset[str] = yield Access.READ, _ops.registered_keys, (self.st,)
+        return keys
+
     def reindex_metadata(self) -> Plan[list[str]]:
         keys = self.codec.index_keys
         done: list[str] = yield Access.WRITE, _maintenance.reindex_metadata, (self.st, keys)

@@ -149,9 +149,8 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         metadata_index_keys: More metadata keys whose equality filters an index
             serves on SQLite and MySQL/MariaDB (PostgreSQL's GIN index serves every key),
             besides ``thread_id``, ``user_id``, ``assistant_id`` and ``graph_id``, always
-            indexed (``run_id`` is an indexed column; ``step`` and ``source`` are
-            indexed on PostgreSQL only, and may be listed here, at one scattered index
-            page a deleted checkpoint: migration 0008). Every
+            indexed (``source``, ``step`` and ``run_id`` have columns of their own,
+            see docs/concepts.md). Every
             process writing to the database must list the same keys; a key added later
             serves filters once :meth:`reindex_metadata` has indexed the stored
             checkpoints (until then a filter on it scans). See docs/concepts.md.
@@ -360,7 +359,8 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         Idempotent and safe to run from several processes at once (the migration lock of
         :meth:`.QueryBuilder.migration_lock`) and from several threads of one process
         (Alembic commands run one at a time). A database already at head costs one
-        version query.
+        version query, and one of ``lgsa_metadata_keys``: the saver then writes index rows
+        for every key listed there, besides its own ``metadata_index_keys``.
 
         Retried through transient failures like every operation (``retry_timeout``).
 
@@ -373,6 +373,9 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
         self._doors.call(migrate.to_head, read, write, self.schema)
         self._doors.schema_checked = True
+        # Index rows for every key another process registered (reindex_metadata), so
+        # that this writer keeps them complete whatever its metadata_index_keys.
+        self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread

@@ -123,13 +123,19 @@ def cmd_stamp(args: argparse.Namespace) -> int:
 
 def cmd_reindex_metadata(args: argparse.Namespace) -> int:
     from .._display import masked_text
-    from .._metaindex import checked_keys
+    from .._metaindex import COLUMN_KEYS, checked_keys
     from ..saver import SQLAlchemySaver
 
     try:
         checked_keys(args.key)  # before connecting; its message masked (a URL given as key)
     except ValueError as e:
         raise CommandError(masked_text(str(e)), 2) from e
+    if own := sorted(set(args.key) & COLUMN_KEYS):
+        raise CommandError(
+            f"{', '.join(own)}: a column of the checkpoints table serves filters on "
+            "source, step and run_id; nothing to index (see docs/concepts.md)",
+            2,
+        )
     with open_saver(args) as saver:
         keys = SQLAlchemySaver(
             saver.engine, saver.async_engine, schema=saver.schema, metadata_index_keys=args.key
