@@ -343,9 +343,9 @@ class QueryBuilder(LeaseRows, ABC):
         if not indexed:
             return None
         mi, c = metadata_index.c, table.c
-        rows = select(mi.thread_id, mi.checkpoint_ns, mi.checkpoint_id).where(
-            mi.key == key, mi.value.in_(filter_value(text))
-        )
+        values = filter_value(text)  # two for zero only; ``=`` keeps MariaDB's plan
+        value = mi.value == values[0] if len(values) == 1 else mi.value.in_(values)
+        rows = select(mi.thread_id, mi.checkpoint_ns, mi.checkpoint_id).where(mi.key == key, value)
         return tuple_(c.thread_id, c.checkpoint_ns, c.checkpoint_id).in_(rows)
 
     @abstractmethod
