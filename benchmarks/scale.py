@@ -210,6 +210,8 @@ class Scale:
                             rep, sample = reps[size, impl], samples[size][n]
                             calls = op_calls(op, savers[size, impl], rep, sample)
                             cold: list[float] | None = [] if op in READS else None
+                            if op in ("delete_thread", "prune"):
+                                rep.quiesce()
                             seconds = _time(calls, c.budget / c.rounds, warm, cold)
                             got = self.raw.setdefault((dialect, impl, op), {})
                             got.setdefault(size, []).extend(seconds)

@@ -230,6 +230,16 @@ class Replicator:
                 conn.exec_driver_sql("CHECKPOINT")
         os.sync()
 
+    def quiesce(self) -> None:
+        """Before a timed delete or prune: MariaDB waits until InnoDB has purged what
+        the deletes timed before left behind (``SET GLOBAL innodb_max_purge_lag_wait =
+        0``), which it does in the background, on any store of the server. Without it a
+        prune paid for the previous size's: at 300,000 checkpoints 259 and 272 ms when
+        timed after the other sizes' prunes, 162 ms when first (one run, three rounds)."""
+        if self.store.dialect == "mariadb":
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SET GLOBAL innodb_max_purge_lag_wait = 0")
+
     def close(self) -> None:
         self.engine.dispose()
 
