@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SchemaOutOfDateError, SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
 
 from .provision import fresh_database
@@ -135,6 +135,29 @@ async def test_a_query_parameter_the_driver_refuses_is_a_typed_error(
         with pytest.raises(DatabaseURLError, match="bogus_option"):
             await saver.aget_tuple({"configurable": {"thread_id": "t"}})
     assert "remove it from the URL's query string" in str(sync_error.value)
+
+
+@pytest.mark.parametrize("driver", ["pymysql", "asyncmy"])
+async def test_a_number_in_the_query_string_is_checked(driver: str, mariadb_url: str) -> None:
+    """``?port=abc`` was PyMySQL's raw ValueError at the first connection and
+    ``?connect_timeout=abc`` SQLAlchemy's when the engine was made (from the hostile
+    review); both are typed now, and ``?port=3306`` (text) connects."""
+    url = make_url(mariadb_url).set(drivername=f"mysql+{driver}")
+    with pytest.raises(DatabaseURLError, match="cannot be used"):
+        SQLAlchemySaver.from_conn_string(
+            url.update_query_dict({"connect_timeout": "abc"}).render_as_string(False)
+        )
+    bad = url.update_query_dict({"port": "abc"}).render_as_string(hide_password=False)
+    async with SQLAlchemySaver.from_conn_string(bad) as saver:
+        with pytest.raises(DatabaseURLError, match="'port' is a number"):
+            saver.get_tuple({"configurable": {"thread_id": "t"}})
+        with pytest.raises(DatabaseURLError, match="'port' is a number"):
+            await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+    port = str(url.port or 3306)
+    good = url.update_query_dict({"port": port}).render_as_string(hide_password=False)
+    async with SQLAlchemySaver.from_conn_string(good) as saver:
+        with pytest.raises(SchemaOutOfDateError):  # connected: the tables are missing
+            await saver.aget_tuple({"configurable": {"thread_id": "t"}})
 
 
 async def test_an_applications_do_connect_listener_still_connects(mariadb_url: str) -> None:

@@ -277,6 +277,29 @@ def configure_engine(engine: Engine) -> None:
         dialect.configure(engine)
 
 
+def url_engine(url: str | URL, *, is_async: bool = False, **kwargs: Any) -> Any:
+    """``create_engine`` (or ``create_async_engine``) of a user's URL, whose values the
+    dialect converts when the engine is made (``?connect_timeout=abc`` was a raw
+    ``ValueError`` from SQLAlchemy's MySQL dialect).
+
+    Raises:
+        DatabaseURLError: A value of the URL the dialect cannot convert.
+    """
+    try:
+        if is_async:
+            from sqlalchemy.ext.asyncio import create_async_engine
+
+            return create_async_engine(url, **kwargs)
+        return create_engine(url, **kwargs)
+    except DatabaseURLError:
+        raise
+    except ValueError as e:
+        raise DatabaseURLError(
+            f"a value in the database URL cannot be used: {masked_text(str(e))}; "
+            "fix it in the URL's query string (numbers for timeouts and ports)."
+        ) from e
+
+
 def _check_arguments(
     dialect: Dialect, _record: object, _cargs: tuple[Any, ...], cparams: dict[str, Any]
 ) -> None:
@@ -288,22 +311,32 @@ def _check_arguments(
     if key not in _ACCEPTED:
         _ACCEPTED[key] = _accepted_arguments(dialect.loaded_dbapi, dialect.driver)
     accepted = _ACCEPTED[key]
-    unknown = sorted(set(cparams) - accepted) if accepted is not None else []
+    unknown = sorted(set(cparams) - set(accepted)) if accepted is not None else []
     if unknown:
         raise DatabaseURLError(
             f"The {dialect.name}+{dialect.driver} driver takes no connection argument "
             f"{', '.join(map(repr, unknown))}: remove it from the URL's query string."
         )
+    for name, value in cparams.items():
+        # A number the driver takes as given (PyMySQL: ``?port=abc`` was its ValueError).
+        if accepted and accepted.get(name) is int and isinstance(value, str):
+            try:
+                cparams[name] = int(value)
+            except ValueError:
+                raise DatabaseURLError(
+                    f"The {dialect.name}+{dialect.driver} connection argument {name!r} is a "
+                    f"number, not {masked_text(repr(value))}: fix it in the URL."
+                ) from None
 
 
 #: :func:`_accepted_arguments` by ``(dialect name, driver, id of the DBAPI module)``.
-_ACCEPTED: dict[tuple[str, str, int], frozenset[str] | None] = {}
+_ACCEPTED: dict[tuple[str, str, int], dict[str, type] | None] = {}
 
 
-def _accepted_arguments(dbapi: Any, driver: str) -> frozenset[str] | None:
+def _accepted_arguments(dbapi: Any, driver: str) -> dict[str, type] | None:
     """The keyword parameters of the driver's ``connect`` (for an async dialect, its
-    adapter's driver module, named as the dialect's driver), or None when it takes any
-    keyword or has no readable signature."""
+    adapter's driver module, named as the dialect's driver) and their defaults' types,
+    or None when it takes any keyword or has no readable signature."""
     module = getattr(dbapi, driver, None)
     connect = getattr(module, "connect", None) or getattr(dbapi, "connect", None)
     if connect is None:
@@ -315,7 +348,7 @@ def _accepted_arguments(dbapi: Any, driver: str) -> frozenset[str] | None:
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return None
     kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return frozenset(p.name for p in parameters if p.kind in kinds)
+    return {p.name: type(p.default) for p in parameters if p.kind in kinds}
 
 
 def engine_pair(

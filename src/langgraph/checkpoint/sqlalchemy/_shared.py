@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ._door import AccessOptions, Doors, access_options
-from ._engines import EngineURLs, engine_pair
+from ._engines import EngineURLs, engine_pair, url_engine
 from ._loops import PerLoopEngines
 from .dialects import query_builder
 
@@ -62,7 +62,11 @@ def own_engines(
     keeper = (
         sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
     )
-    return create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs), keeper
+    return (
+        url_engine(urls.sync, **kwargs),
+        url_engine(urls.async_, is_async=True, **kwargs),
+        keeper,
+    )
 
 
 class SharedDoors:
@@ -93,7 +97,7 @@ class SharedDoors:
     def make(cls, urls: EngineURLs, kwargs: Mapping[str, Any], schema: str | None) -> SharedDoors:
         """New engines for ``urls`` (configured for the saver) and their doors."""
         engine, async_engine, _ = engine_pair(
-            create_engine(urls.sync, **kwargs), create_async_engine(urls.async_, **kwargs)
+            url_engine(urls.sync, **kwargs), url_engine(urls.async_, is_async=True, **kwargs)
         )
         qb = query_builder(engine.dialect.name)
         return cls(engine, async_engine, access_options(qb, schema))

@@ -301,15 +301,14 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
     ``create``: a SQLite file that does not exist may be created (``upgrade``); else it
     is refused (see :func:`require_database`).
     """
-    from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
-    from .._engines import configure_engine
+    from .._engines import configure_engine, url_engine
     from ..dialects import WRITE_OPTION
 
     _require(args.url, "--url", create=create)
     args.url_in_use = args.url
-    engine = create_engine(resolve(args.url).sync, poolclass=NullPool)
+    engine = url_engine(resolve(args.url).sync, poolclass=NullPool)
     configure_engine(engine)
     try:
         with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
@@ -371,17 +370,15 @@ def open_runner(args: argparse.Namespace) -> Iterator[SyncRunner]:
     Raises:
         CommandError: See :func:`require_database`.
     """
-    from sqlalchemy import create_engine
-
     from .._door import Doors, SyncRunner, access_options
-    from .._engines import configure_engine, resolve_urls
+    from .._engines import configure_engine, resolve_urls, url_engine
     from ..dialects import query_builder
 
     _require(args.url, "--url", create=False)
     args.url_in_use = args.url
     urls = resolve_urls(args.url)
     urls.require_async()  # as the saver's from_conn_string does
-    engine = create_engine(urls.sync)
+    engine = url_engine(urls.sync)
     configure_engine(engine)
     try:
         qb = query_builder(engine.dialect.name)
