@@ -81,30 +81,24 @@ def _mariadb_packet(value: int | None = None) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Raise MariaDB's max_allowed_packet for the run (the large-value tests), once, in the
-    process that runs the session (the xdist controller, not each worker)."""
+    process that runs the session (the xdist controller, not each worker).
+
+    It stays raised after the run: the setting is the server's, shared by every session
+    on it, and a run that put back the value it found lowered it under another run
+    still going (CI beside a developer's run: 451 tests failed with "max_allowed_packet
+    is 16777216"). A larger limit only lets larger statements through."""
     if "mariadb" not in BACKENDS or hasattr(config, "workerinput"):
         return
     before = _mariadb_packet()
     if before is not None and before < MARIADB_MIN_PACKET:
         _mariadb_packet(MARIADB_MIN_PACKET)
-        config.stash[_PACKET_BEFORE] = before
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Put max_allowed_packet back as the run found it: the server is not ours."""
-    before = config.stash.get(_PACKET_BEFORE, None)
-    if before is not None:
-        _mariadb_packet(before)
-
-
-_PACKET_BEFORE = pytest.StashKey[int]()
 
 
 @pytest.fixture(scope="session")
 def mariadb_url() -> Iterator[str]:
     """URL of the MariaDB server; each test gets its own database (the saver's
     ``schema``), dropped after the test. The session raised max_allowed_packet to 128 MB
-    for the run (see pytest_configure) and restores it at the end."""
+    (see pytest_configure)."""
     packet = _mariadb_packet()
     if packet is not None and packet < MARIADB_MIN_PACKET:
         pytest.fail(
