@@ -144,7 +144,9 @@ def cmd_reindex_metadata(args: argparse.Namespace) -> int:
         args,
         {"indexed": keys},
         lambda: print(
-            f"indexed {', '.join(keys)}" if keys else "nothing to index: every key is indexed"
+            f"indexed {', '.join(keys)}"
+            if keys
+            else f"nothing to index: {', '.join(args.key)} already indexed"
         ),
     )
     return 0
@@ -183,5 +185,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         "index the stored checkpoints for metadata keys (SQLite, MySQL/MariaDB)",
     )
     reindex.add_argument(
-        "key", nargs="+", help="metadata keys to index (list every key writers index)"
+        "key",
+        nargs="+",
+        help="metadata keys to index (the keys your writers list in metadata_index_keys)",
     )
