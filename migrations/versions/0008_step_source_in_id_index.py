@@ -13,8 +13,7 @@ A filter on ``step`` or ``source`` then reads ``ix_lgsa_checkpoints_checkpoint_i
 newest first until it has its page. With both columns in that index the walk checks them
 in the index entry and reads a checkpoint row only for a match (the 100 checkpoints of
 ``{"source": "loop", "step": 5}`` among 10,000: 21 ms, as with the ``(step, source)``
-index; 24 ms with the walk reading every row). A rare value reads the whole index, or
-the metadata index when the saver's ``metadata_index_keys`` lists the key.
+index; 24 ms with the walk reading every row). A rare value reads the whole index.
 
 The upgrade rebuilds ``ix_lgsa_checkpoints_checkpoint_id``: O(N), and on PostgreSQL
 writes wait for it (``CREATE INDEX``).

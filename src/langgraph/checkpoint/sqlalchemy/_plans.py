@@ -152,6 +152,8 @@ class Plans:
         return _browse.threads_plan(self.st, limit, offset, idle_for, after)
 
     def registered_keys(self) -> Plan[frozenset[str]]:
+        if not self.st.qb.metadata_index_rows:
+            return frozenset()  # PostgreSQL: no index rows, no connection
         keys: frozenset[str] = yield Access.READ, _ops.registered_keys, (self.st,)
         return keys
 

@@ -133,6 +133,8 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: tables describe, which the saver checks a database for without loading Alembic. A new
 #: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
 HEAD_REVISION = "0008_step_source_in_id_index"
+#: The index listings across threads walk newest first (:data:`checkpoints`).
+CHECKPOINT_ID_INDEX = "ix_lgsa_checkpoints_checkpoint_id"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
@@ -436,7 +438,7 @@ checkpoints = Table(
     # ``step`` and ``source`` in the entry let a filter on them skip non-matching
     # checkpoints without reading their rows (migration 0008).
     Index(
-        "ix_lgsa_checkpoints_checkpoint_id",
+        CHECKPOINT_ID_INDEX,
         "checkpoint_id",
         "thread_id",
         "checkpoint_ns",
@@ -452,8 +454,7 @@ checkpoints = Table(
 # step, a scattered page read and written back: at 1,000,000 checkpoints that page comes
 # from the disk and ``delete_thread`` and ``prune`` grew 2x with the store. There, a
 # filter on ``step`` or ``source`` walks ``ix_lgsa_checkpoints_checkpoint_id`` newest
-# first, checking both in its entries, or reads :data:`metadata_index` when the saver's
-# ``metadata_index_keys`` lists the key (:mod:`._metaindex`).
+# first, checking both in its entries.
 Index("ix_lgsa_checkpoints_step_source", checkpoints.c.step, checkpoints.c.source).ddl_if(
     dialect="postgresql"
 )

@@ -50,7 +50,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..errors import MigrationLockTimeout, ValueTooLargeError
-from ..schema import VERSION_TABLE, locks
+from ..schema import CHECKPOINT_ID_INDEX, VERSION_TABLE, locks
 from .base import QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
@@ -151,7 +151,7 @@ class MySQLQueryBuilder(QueryBuilder):
     def walk_newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
         """``FORCE INDEX``: after a bulk load, without statistics, MariaDB 10.11 read a
         filter on ``step`` as a scan of the whole table and a filesort (``EXPLAIN``)."""
-        return stmt.with_hint(table, "FORCE INDEX (ix_lgsa_checkpoints_checkpoint_id)")
+        return stmt.with_hint(table, f"FORCE INDEX ({CHECKPOINT_ID_INDEX})")
 
     def rows_before(self, columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
         """Spelled out, ``a <= ? AND (a < ? OR (a = ? AND (b < ? OR (b = ? AND c <
