@@ -57,6 +57,8 @@ OUR_TABLES = {
     "lgsa_locks",
     "lgsa_metadata_index",
     "lgsa_metadata_keys",
+    "lgsa_store_items",
+    "lgsa_store_vectors",
 }
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "writes")
 HEAD = migrate.head_revision()

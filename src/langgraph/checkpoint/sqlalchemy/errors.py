@@ -25,6 +25,7 @@ __all__ = [
     "DriverNotInstalledError",
     "MigrationLockTimeout",
     "SchemaOutOfDateError",
+    "StoreDecodeError",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
@@ -190,6 +191,27 @@ class CheckpointDecodeError(ValueError):
             "written with another serializer or key; delete the checkpoint or restore it."
         )
         _identify(self, thread_id, checkpoint_ns, checkpoint_id=checkpoint_id, part=part)
+
+
+class StoreDecodeError(ValueError):
+    """A stored item of ``SQLAlchemyStore`` cannot be read back: its value is not a JSON
+    object (a damaged or forged row). ``get`` raises it; ``search`` logs it and goes on
+    with the other items.
+
+    Attributes:
+        namespace: The item's namespace.
+        key: The item's key.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+
+    def __init__(self, namespace: tuple[str, ...], key: str, cause: str) -> None:
+        super().__init__(
+            f"cannot read the value of item {key!r} in namespace {namespace}: {cause}. The "
+            "row is damaged or forged; delete the item (store.delete) or restore it."
+        )
+        self.namespace, self.key = namespace, key
 
 
 class CheckpointContentionError(CheckpointConflictError):

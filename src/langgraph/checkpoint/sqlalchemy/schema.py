@@ -132,7 +132,7 @@ VERSION_TABLE = "lgsa_alembic_version"
 #: Revision of the newest migration script under ``migrations/versions``: the schema these
 #: tables describe, which the saver checks a database for without loading Alembic. A new
 #: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
-HEAD_REVISION = "0008_step_source_in_id_index"
+HEAD_REVISION = "0009_store"
 #: The index listings across threads walk newest first (:data:`checkpoints`).
 CHECKPOINT_ID_INDEX = "ix_lgsa_checkpoints_checkpoint_id"
 

@@ -1,4 +1,6 @@
-"""The query builder's base class: the portable behaviour, and what a dialect must add.
+"""The query builder's base class: the portable behaviour, and what a dialect must add
+(one cohesive interface: every statement and setting the saver and the store ask of a
+dialect, which is why it is longer than most modules).
 
 :class:`QueryBuilder` holds every statement and setting the saver asks of a dialect,
 with portable SQLAlchemy Core (or the behaviour most dialects share) as the default. Each
@@ -352,6 +354,24 @@ class QueryBuilder(LeaseRows, ABC):
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
         """Condition: the JSON object in ``column`` has the top-level key ``key`` (a bound
         parameter)."""
+
+    # -- the store (langgraph.store.sqlalchemy) -------------------------------------
+
+    def regexp_match(self, column: Any, pattern: str) -> ColumnElement[bool]:
+        """Condition: ``column`` matches the regular expression ``pattern`` (a bound
+        parameter, written by :func:`..store.namespaces.match_pattern` for every
+        dialect's engine). Default: SQLAlchemy's ``regexp_match`` (``~`` on PostgreSQL,
+        ``REGEXP`` on MySQL/MariaDB, and on SQLite the ``regexp`` function SQLAlchemy's
+        pysqlite dialect registers)."""
+        return column.regexp_match(pattern)  # type: ignore[no-any-return]
+
+    def vector_similarity(
+        self, connection: Connection, column: Any, query: bytes | None
+    ) -> ColumnElement[float] | None:
+        """The cosine similarity of a packed float32 vector ``column`` with ``query``
+        computed by the database, or None when the store scores vectors itself in
+        batches (:func:`..store.vectors.cosine_scores`). Default: None."""
+        return None
 
     # -- value sizes and errors ------------------------------------------------------
 

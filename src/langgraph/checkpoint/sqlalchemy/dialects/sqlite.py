@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     Connection,
     Engine,
+    LargeBinary,
     Table,
     Text,
     and_,
@@ -150,6 +151,17 @@ class SQLiteQueryBuilder(QueryBuilder):
             event.listen(engine, "connect", _on_connect)
         if not event.contains(engine, "begin", _on_begin):
             event.listen(engine, "begin", _on_begin)
+
+    def vector_similarity(
+        self, connection: Connection, column: Any, query: bytes | None
+    ) -> ColumnElement[float] | None:
+        """``1 - vec_distance_cosine(column, ?)`` from ``sqlite-vec`` (the PyPI wheel),
+        loaded into the connection the first time a vector search runs on it; None
+        when the package is missing or this Python's ``sqlite3`` cannot load
+        extensions (the store then scores in batches)."""
+        if query is None or not _vec_loaded(connection):
+            return None
+        return 1.0 - func.vec_distance_cosine(column, literal(query, LargeBinary))
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
@@ -395,3 +407,27 @@ def _try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
         conn.close()
         return None
     return _SqliteLock(conn, None)
+
+
+def _vec_loaded(connection: Connection) -> bool:
+    """Whether ``sqlite-vec``'s functions are on this pooled connection, loading them
+    the first time (the answer is kept in the pool record's ``info``). Extension loading
+    is switched on only for the load."""
+    info = connection.connection.info
+    loaded = info.get("lgsa_sqlite_vec")
+    if loaded is None:
+        loaded = False
+        dbapi = connection.connection.dbapi_connection
+        try:
+            import sqlite_vec
+
+            dbapi.enable_load_extension(True)  # type: ignore[union-attr]
+            try:
+                sqlite_vec.load(dbapi)
+                loaded = True
+            finally:
+                dbapi.enable_load_extension(False)  # type: ignore[union-attr]
+        except (ImportError, AttributeError, sqlite3.Error):
+            loaded = False
+        info["lgsa_sqlite_vec"] = loaded
+    return bool(loaded)

@@ -1,0 +1,107 @@
+"""Copies into the store: :class:`StoredItem`, an item with everything the store keeps of
+it, and :func:`load_rows`, the rows that write such items as they are (for
+:meth:`.SQLAlchemyStore.load_items`, which the CLI's ``store copy`` uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from .._canonical import MAX_DEPTH, canonical_json
+from . import namespaces
+from ._items import PutRow
+from .vectors import IndexSpec, pack, texts_to_embed
+
+__all__ = ["StoredItem", "load_rows", "seconds"]
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """An item with everything the store keeps of it, for copies
+    (:meth:`SQLAlchemyStore.load_items`).
+
+    Attributes:
+        namespace: Its namespace.
+        key: Its key.
+        value: Its JSON value.
+        created_at: Creation time (aware; naive is read as UTC).
+        updated_at: Last update time.
+        expires_at: Expiry time, or None.
+        ttl_minutes: TTL refreshed on reads, or None.
+        vectors: ``{field: embedding}`` to keep, or None to compute them with the store's
+            index config.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    ttl_minutes: float | None = None
+    vectors: dict[str, list[float]] | None = None
+
+
+def seconds(when: datetime) -> float:
+    """``when`` in seconds since the epoch (a naive time is read as UTC)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutRow]:
+    """The rows that write ``chunk`` as it is (timestamps kept); vectors kept when given
+    in the index's size, else computed with ``index`` (sync: the embedding model is
+    called here).
+
+    Raises:
+        InvalidNamespaceError, TypeError, ValueError: A bad namespace, key or value.
+    """
+    rows: dict[tuple[str, str], PutRow] = {}
+    to_embed: list[tuple[tuple[str, str], str, str]] = []
+    kept: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
+    for item in chunk:
+        ns = namespaces.encode(item.namespace)
+        key = (ns, namespaces.check_key(item.key))
+        value = canonical_json(item.value, depth=MAX_DEPTH)
+        if not isinstance(value, dict):
+            raise TypeError(f"an item's value is a dict, not {type(item.value).__name__}")
+        rows[key] = PutRow(
+            ns,
+            key[1],
+            value,
+            None if item.expires_at is None else seconds(item.expires_at),
+            item.ttl_minutes,
+            (),
+            seconds(item.created_at),
+            seconds(item.updated_at),
+        )
+        if index is None:
+            continue
+        dims = index.dims
+        given = item.vectors or {}
+        if given and all(len(v) == dims for v in given.values()):
+            kept[key] = [(f, pack(v, dims)) for f, v in given.items()]
+        else:
+            to_embed.extend((key, f, t) for f, t in texts_to_embed(index, value, None))
+    if to_embed and index is not None:
+        vectors = index.embeddings.embed_documents([t for _, _, t in to_embed])
+        for (key, f, _), v in zip(to_embed, vectors, strict=False):
+            kept.setdefault(key, []).append((f, pack(v, index.dims)))
+    final = [
+        PutRow(
+            r.namespace,
+            r.key,
+            r.value,
+            r.expires_at,
+            r.ttl_minutes,
+            kept.get(k, ()),
+            r.created_at,
+            r.updated_at,
+        )
+        for k, r in rows.items()
+    ]
+    return final

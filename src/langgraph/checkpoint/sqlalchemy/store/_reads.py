@@ -1,0 +1,322 @@
+"""The store's reads, and :func:`run_batch`, which runs a whole ``batch()`` in one
+transaction: its reads first (they see the data as it was before the batch, as
+``InMemoryStore``), then their TTL refreshes, then its writes (:func:`._items.put_rows`).
+
+Search pages newest first in the database when the filter is decided there
+(:attr:`.filters.Filter.exact`), else reads candidates :data:`._items.PAGE` at a time and
+checks each with the filter's predicate. Vector search scores in the database where the
+dialect can (``sqlite-vec``), else in batches (:func:`.vectors.cosine_scores`).
+``list_namespaces`` pages distinct namespaces in the database; with ``max_depth`` it
+jumps over the range below each truncated namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from langgraph.store.base import SearchItem
+
+from sqlalchemy import Connection, Select, and_, exists, func, not_, select, update
+
+from ..dialects import QueryBuilder
+from ..errors import StoreDecodeError
+from ..schema import read_json
+from . import namespaces
+from ._items import (
+    PAGE,
+    Batch,
+    GetPlan,
+    ListPlan,
+    SearchPlan,
+    alive,
+    item_of,
+    put_rows,
+    search_item_of,
+)
+from .tables import SEPARATOR, items, vectors
+from .vectors import cosine_scores
+
+__all__ = ["run_batch"]
+
+log = logging.getLogger("langgraph.store.sqlalchemy")
+
+_COLUMNS = (
+    items.c.namespace,
+    items.c.key,
+    read_json(items.c.value),
+    items.c.created_at,
+    items.c.updated_at,
+)
+
+
+def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> list[Any]:
+    """Run a prepared batch: its reads, then its TTL refreshes, then its writes, in one
+    transaction (the caller's access).
+
+    Returns:
+        Each read's result by its index (``Item | None``, ``list[SearchItem]``,
+        ``list[tuple[str, ...]]``); puts have none.
+    """
+    results: dict[int, Any] = {}
+    refresh: dict[str, set[str]] = defaultdict(set)
+    gets: dict[str, list[tuple[int, GetPlan]]] = defaultdict(list)
+    for i, plan in batch.reads:
+        if isinstance(plan, GetPlan):
+            gets[plan.namespace].append((i, plan))
+        elif isinstance(plan, SearchPlan):
+            found = _search(conn, qb, plan, batch.now)
+            results[i] = found
+            if plan.refresh:
+                for item in found:
+                    refresh[namespaces.encode(item.namespace)].add(item.key)
+        else:
+            results[i] = _list_namespaces(conn, qb, plan, batch.now)
+    for ns, wanted in gets.items():
+        keys = sorted({plan.key for _, plan in wanted})
+        rows = conn.execute(
+            select(*_COLUMNS).where(
+                items.c.namespace == ns, items.c.key.in_(keys), alive(batch.now)
+            )
+        ).all()
+        by_key = {str(row[1]): row for row in rows}
+        for i, plan in wanted:
+            row = by_key.get(plan.key)
+            results[i] = item_of(row) if row is not None else None
+            if row is not None and plan.refresh:
+                refresh[ns].add(plan.key)
+    for ns, refreshed in refresh.items():
+        conn.execute(
+            update(items)
+            .where(
+                items.c.namespace == ns,
+                items.c.key.in_(sorted(refreshed)),
+                items.c.ttl_minutes.is_not(None),
+                alive(batch.now),
+            )
+            .values(expires_at=batch.now + items.c.ttl_minutes * 60.0)
+        )
+    if batch.puts:
+        put_rows(conn, qb, batch.puts, batch.now)
+    return [results.get(i) for i in range(max(results, default=-1) + 1)]
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+def _candidates(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Any]:
+    conditions = [alive(now), *plan.filter.conditions(qb, items.c.value, conn.dialect)]
+    prefix = namespaces.under(items.c.namespace, plan.prefix)
+    if prefix is not None:
+        conditions.append(prefix)
+    return conditions
+
+
+_NEWEST = (items.c.updated_at.desc(), items.c.namespace.desc(), items.c.key.desc())
+
+
+def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[SearchItem]:
+    if plan.limit <= 0:
+        return []
+    if plan.query is not None:
+        return _vector_search(conn, qb, plan, now)
+    stmt = select(*_COLUMNS).where(*_candidates(conn, qb, plan, now)).order_by(*_NEWEST)
+    if plan.filter.exact:
+        rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
+        return _decoded(rows, search_item_of)
+    wanted = plan.offset + plan.limit
+    matched: list[SearchItem] = []
+    for row in _pages(conn, stmt):
+        item = _readable(row)
+        if item is not None and plan.filter.matches(item.value):
+            matched.append(item)
+            if len(matched) == wanted:
+                break
+    return matched[plan.offset :]
+
+
+def _pages(conn: Connection, stmt: Select[Any]) -> Iterable[Any]:
+    """The rows of ``stmt`` (ordered), read :data:`PAGE` at a time with ``LIMIT`` and
+    ``OFFSET`` in the caller's transaction, so that a caller that stops early reads
+    little."""
+    offset = 0
+    while True:
+        rows = conn.execute(stmt.limit(PAGE).offset(offset)).all()
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        offset += PAGE
+
+
+def _readable(row: Any, score: float | None = None) -> SearchItem | None:
+    try:
+        return search_item_of(row, score)
+    except StoreDecodeError as e:
+        log.warning("search skips an item: %s", e)
+        return None
+
+
+def _decoded(rows: Iterable[Any], make: Callable[[Any], SearchItem]) -> list[SearchItem]:
+    out = []
+    for row in rows:
+        try:
+            out.append(make(row))
+        except StoreDecodeError as e:
+            log.warning("search skips an item: %s", e)
+    return out
+
+
+def _vector_search(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float
+) -> list[SearchItem]:
+    """Items ranked by their best field's cosine similarity with the query; the items
+    that match but have no vector follow (``InMemoryStore``'s order), up to ``limit``."""
+    joined = and_(vectors.c.namespace == items.c.namespace, vectors.c.key == items.c.key)
+    wanted = plan.offset + plan.limit
+    best: dict[tuple[str, str], float] = {}
+    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
+    residual = not plan.filter.exact
+    if similarity is not None:
+        score = func.max(similarity).label("score")
+        stmt = (
+            select(vectors.c.namespace, vectors.c.key, score)
+            .join(items, joined)
+            .where(*_candidates(conn, qb, plan, now))
+            .group_by(vectors.c.namespace, vectors.c.key)
+            .order_by(score.desc(), vectors.c.namespace, vectors.c.key)
+        )
+        if not residual:
+            stmt = stmt.limit(wanted)
+        for ns, key, s in conn.execute(stmt):
+            best[(str(ns), str(key))] = float(s)
+    else:
+        stmt2 = (
+            select(vectors.c.namespace, vectors.c.key, vectors.c.embedding)
+            .join(items, joined)
+            .where(*_candidates(conn, qb, plan, now))
+        )
+        assert plan.query is not None
+        size = 4 * len(plan.query)
+        result = conn.execute(stmt2.execution_options(yield_per=PAGE))
+        for chunk in result.partitions(PAGE):
+            usable = [r for r in chunk if len(r[2]) == size]
+            scores = cosine_scores(plan.query, [bytes(r[2]) for r in usable])
+            for r, s in zip(usable, scores, strict=True):
+                k = (str(r[0]), str(r[1]))
+                if s > best.get(k, float("-inf")):
+                    best[k] = s
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    found = _fetch(conn, [k for k, _ in ranked] if residual else [k for k, _ in ranked[:wanted]])
+    out: list[SearchItem] = []
+    for k, s in ranked:
+        row = found.get(k)
+        if row is None:
+            continue
+        item = _readable(row, s)
+        if item is not None and plan.filter.matches(item.value):
+            out.append(item)
+            if len(out) == wanted:
+                break
+    out = out[plan.offset :]
+    if len(out) < plan.limit:
+        has_vector = exists().where(joined)
+        stmt3 = (
+            select(*_COLUMNS)
+            .where(*_candidates(conn, qb, plan, now), not_(has_vector))
+            .order_by(*_NEWEST)
+        )
+        for row in _pages(conn, stmt3):
+            item = _readable(row)
+            if item is not None and plan.filter.matches(item.value):
+                out.append(item)
+                if len(out) == plan.limit:
+                    break
+    return out
+
+
+def _fetch(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    """The item rows of ``keys``, by key."""
+    by_ns: dict[str, list[str]] = defaultdict(list)
+    for ns, key in keys:
+        by_ns[ns].append(key)
+    out: dict[tuple[str, str], Any] = {}
+    for ns, ks in by_ns.items():
+        for start in range(0, len(ks), PAGE):
+            stmt = select(*_COLUMNS).where(
+                items.c.namespace == ns, items.c.key.in_(ks[start : start + PAGE])
+            )
+            for row in conn.execute(stmt):
+                out[(str(row[0]), str(row[1]))] = row
+    return out
+
+
+# -- namespaces -----------------------------------------------------------------------
+
+
+def _list_namespaces(
+    conn: Connection, qb: QueryBuilder, plan: ListPlan, now: float
+) -> list[tuple[str, ...]]:
+    """The distinct namespaces matching every condition, in tuple order, truncated to
+    ``max_depth`` labels (deduplicated), paged by ``offset``/``limit``."""
+    if plan.limit <= 0:
+        return []
+    column = items.c.namespace
+    conditions: list[Any] = [alive(now)]
+    for cond in plan.conditions:
+        head = namespaces.literal_head(cond)
+        if head:
+            narrowed = namespaces.under(column, namespaces.encode(head, prefix=True))
+            if narrowed is not None:
+                conditions.append(narrowed)
+        pattern = namespaces.match_pattern(cond)
+        if pattern is not None and tuple(cond.path) != head:
+            conditions.append(qb.regexp_match(column, pattern))
+    base = select(column).distinct().where(*conditions).order_by(column)
+    if plan.max_depth is None:
+        rows = conn.execute(base.limit(plan.limit).offset(plan.offset)).scalars()
+        return [namespaces.decode(ns) for ns in rows]
+    return _truncated(conn, base, column, plan)
+
+
+def _truncated(
+    conn: Connection, base: Select[Any], column: Any, plan: ListPlan
+) -> list[tuple[str, ...]]:
+    """``list_namespaces`` with ``max_depth``: reads the namespaces in order and skips the
+    whole range below each truncated one (one more query per truncated namespace at
+    most), so that a million namespaces under ``("users",)`` cost one row at depth 1."""
+    assert plan.max_depth is not None
+    depth = max(plan.max_depth, 0)
+    out: list[tuple[str, ...]] = []
+    last: tuple[str, ...] | None = None
+    skipped = 0
+    after: tuple[str, bool] | None = None  # (bound, inclusive)
+    while len(out) < plan.limit:
+        stmt = base
+        if after is not None:
+            stmt = stmt.where(column >= after[0] if after[1] else column > after[0])
+        rows = list(conn.execute(stmt.limit(PAGE)).scalars())
+        if not rows:
+            break
+        jumped = False
+        for text in rows:
+            ns = namespaces.decode(text)
+            short = ns[:depth]
+            if short != last:
+                last = short
+                if skipped < plan.offset:
+                    skipped += 1
+                else:
+                    out.append(short)
+                    if len(out) == plan.limit:
+                        return out
+            if len(ns) > depth:
+                # Jump past every namespace below ``short``: they truncate to it too.
+                after = (SEPARATOR.join(short) + chr(ord(SEPARATOR) + 1), True)
+                jumped = True
+                break
+            after = (str(text), False)
+        if not jumped and len(rows) < PAGE:
+            break
+    return out

@@ -1,0 +1,167 @@
+"""Namespaces as the store keeps them: the stored text, prefix ranges, match conditions.
+
+A namespace ``("users", "u1")`` is stored as ``"users\\x01u1"`` (:data:`.tables.SEPARATOR`,
+which sorts below any label character: text order is tuple order). What lives here is
+pure Python and SQLAlchemy expressions: encoding and checking names, the condition "this
+namespace or one below it" (a primary-key range), and the regular expression of a
+``list_namespaces`` match condition (``*`` matches exactly one label), which each dialect
+runs with its own operator (:meth:`.QueryBuilder.regexp_match`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.store.base import InvalidNamespaceError, MatchCondition
+
+from sqlalchemy import ColumnElement, and_, or_
+
+from .tables import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, SEPARATOR
+
+__all__ = [
+    "check_key",
+    "decode",
+    "encode",
+    "literal_head",
+    "match_pattern",
+    "under",
+]
+
+_NEXT = chr(ord(SEPARATOR) + 1)
+
+
+def encode(namespace: Sequence[str], *, prefix: bool = False) -> str:
+    """The stored text of ``namespace``.
+
+    Args:
+        namespace: Its labels (LangGraph has checked that they are non-empty strings
+            without ``.`` or NUL).
+        prefix: A search prefix (may be empty) rather than an item's namespace.
+
+    Raises:
+        InvalidNamespaceError: A label holds ``"\\x01"`` (the stored separator), is
+            not valid Unicode, or the namespace is longer than
+            :data:`.tables.NAMESPACE_MAX_LENGTH` characters joined.
+    """
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise InvalidNamespaceError(
+                f"Namespace labels must be non-empty strings, got {label!r} in {namespace}"
+            )
+        if SEPARATOR in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot hold "
+                "'\\x01', the separator of stored namespaces."
+            )
+        try:
+            label.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r}: not valid Unicode (a lone surrogate)."
+            ) from None
+    text = SEPARATOR.join(namespace)
+    if len(text) > NAMESPACE_MAX_LENGTH:
+        what = "prefix" if prefix else "namespace"
+        raise InvalidNamespaceError(
+            f"The {what} {tuple(namespace)[:3]}... is {len(text)} characters long joined; "
+            f"the store keeps namespaces of at most {NAMESPACE_MAX_LENGTH}. Use shorter "
+            "labels (an id rather than a text)."
+        )
+    return text
+
+
+def decode(text: str) -> tuple[str, ...]:
+    """The namespace of a stored text (:func:`encode`'s inverse)."""
+    return tuple(str(text).split(SEPARATOR)) if text else ()
+
+
+def check_key(key: object) -> str:
+    """An item key checked: a string of 1 to :data:`.tables.KEY_MAX_LENGTH` characters,
+    valid Unicode.
+
+    Raises:
+        TypeError: Not a string.
+        ValueError: Empty, too long or not valid Unicode.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"item keys must be strings, got {type(key).__name__}")
+    if not key:
+        raise ValueError("item keys cannot be empty")
+    if len(key) > KEY_MAX_LENGTH:
+        raise ValueError(
+            f"the key {key[:40]!r}... is {len(key)} characters long; the store keeps keys "
+            f"of at most {KEY_MAX_LENGTH}. Use an id or a digest as the key."
+        )
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"the key {key[:40]!r} is not valid Unicode") from None
+    return key
+
+
+def under(column: Any, prefix: str) -> ColumnElement[bool] | None:
+    """Condition: ``column`` is the namespace ``prefix`` (stored text) or one below it.
+    None for the empty prefix (every namespace). An equality and a range: both read the
+    primary key."""
+    if not prefix:
+        return None
+    return or_(
+        column == prefix,
+        and_(column > prefix + SEPARATOR, column < prefix + _NEXT),
+    )
+
+
+def literal_head(condition: MatchCondition) -> tuple[str, ...]:
+    """The labels a prefix condition fixes before its first wildcard (empty for a
+    suffix condition): a range of the primary key that narrows the regular expression."""
+    if condition.match_type != "prefix":
+        return ()
+    head: list[str] = []
+    for label in condition.path:
+        if label == "*":
+            break
+        head.append(label)
+    return tuple(head)
+
+
+def _escaped(label: str) -> str:
+    # Every ASCII character that is not a letter or digit is escaped with a backslash:
+    # a literal in PostgreSQL's, MariaDB's (PCRE), MySQL's (ICU) and Python's regular
+    # expressions alike (re.escape's output is Python's own).
+    return "".join("\\" + ch if ch.isascii() and not ch.isalnum() else ch for ch in label)
+
+
+_ANY = "[^" + "\\x01" + "]+"
+
+
+def match_pattern(condition: MatchCondition) -> str | None:
+    """The regular expression of a ``list_namespaces`` match condition over stored
+    namespace text, or None when it constrains nothing (an empty path).
+
+    ``*`` matches exactly one label, as ``InMemoryStore``'s ``_does_match``; a prefix
+    condition matches the namespace or one below it, a suffix condition the namespace or
+    one that ends with it.
+
+    Raises:
+        ValueError: Not a ``"prefix"`` or ``"suffix"`` condition.
+        InvalidNamespaceError: A label of the path holds ``"\\x01"``.
+    """
+    if condition.match_type not in ("prefix", "suffix"):
+        raise ValueError(f"match_type must be 'prefix' or 'suffix', not {condition.match_type!r}")
+    path = tuple(condition.path)
+    if not path:
+        return None
+    for label in path:
+        if not isinstance(label, str) or SEPARATOR in label:
+            raise InvalidNamespaceError(f"Invalid label {label!r} in match condition {path}")
+    body = "\\x01".join(_ANY if label == "*" else _escaped(label) for label in path)
+    if condition.match_type == "prefix":
+        return "^" + body + "(\\x01|$)"
+    return "(^|\\x01)" + body + "$"
+
+
+def compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` for Python's ``re`` (SQLite's ``REGEXP`` function)."""
+    return re.compile(pattern)

@@ -1,0 +1,472 @@
+"""``SQLAlchemyStore``: LangGraph's long-term memory store on any SQLAlchemy engine.
+
+Built the way :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver` is: the same URL
+rules, the same two engines (sync and async) shared with savers of the same URL, the same
+Alembic history (revision ``0009_store``), the same retries through transient failures.
+A ``batch()`` is checked and embedded here (:meth:`SQLAlchemyStore._prepare`), then run
+as one database operation, :func:`._reads.run_batch`: directly on the sync engine by
+``batch``, through the async door by ``abatch`` (the one difference between the two is
+how they call the embedding model). Dialect differences live in
+:mod:`langgraph.checkpoint.sqlalchemy.dialects`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    TTLConfig,
+)
+from typing_extensions import Self
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .. import _shared, migrate
+from .._canonical import MAX_DEPTH, canonical_json
+from .._door import Access, access_options
+from .._engines import engine_pair, resolve_urls
+from .._loops import Runner
+from .._retry import RETRY_TIMEOUT
+from .._shared import SharedDoors
+from ..dialects import query_builder
+from . import _items, _reads, namespaces
+from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
+from ._loading import StoredItem, load_rows, seconds
+from ._sweeper import TTLSweepers
+from .filters import compile_filter
+from .vectors import IndexSpec, pack, texts_to_embed
+
+__all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]
+
+log = logging.getLogger("langgraph.store.sqlalchemy")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Prepared:
+    """A batch checked, before embedding: puts to embed, queries to embed."""
+
+    def __init__(self, count: int, now: float) -> None:
+        self.count = count
+        self.batch = Batch(now=now)
+        self.texts: list[tuple[int, str, str]] = []  # (put index, field, text)
+        self.queries: set[str] = set()  # the search queries to embed
+        self.put_ops: list[PutOp] = []
+
+
+class SQLAlchemyStore(TTLSweepers, BaseStore):
+    """LangGraph's ``BaseStore`` (long-term memory) on SQLite, PostgreSQL and MySQL/MariaDB.
+
+    Items are JSON documents under a namespace and key; ``search`` filters them in the
+    database, ranks them by semantic similarity when an ``index`` config is given, and
+    ``list_namespaces`` pages the namespaces in the database. The sync methods use a sync
+    engine and the async ones (``aget``, ``aput``, ``asearch``, ...) an async engine for the
+    same database; give either or both. The usual entry point is :meth:`from_conn_string`;
+    an engine shared with a :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver`
+    (``SQLAlchemyStore(saver.engine, saver.async_engine)``) keeps both in one pool.
+
+    Semantics the same on every dialect (see docs/store.md): search filters as
+    ``InMemoryStore`` (:mod:`.filters`; ``True`` does not match ``1``), newest first
+    without a query; namespaces listed in tuple order.
+
+    Args:
+        engine: Sync engine. Made from ``async_engine``'s URL when omitted.
+        async_engine: Async engine. Made from ``engine``'s URL when omitted.
+        schema: PostgreSQL schema holding the tables (default: the search path).
+        index: Semantic search: ``{"dims": int, "embed": Embeddings | function | name,
+            "fields": [paths]}`` (LangGraph's ``IndexConfig``). Without it, puts embed
+            nothing and ``query`` is ignored.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that give
+            none, ``refresh_on_read`` (default True), ``sweep_interval_minutes`` for
+            :meth:`start_ttl_sweeper`.
+        retry_timeout: Seconds an operation is retried through transient failures (lost
+            connection, deadlock, failover) before its typed error (default 15).
+        clock: Returns the current time (aware ``datetime``); default UTC now. Expiry
+            times are written and compared with it, so hosts sharing a database need
+            synchronised clocks (NTP); tests pass a clock they move.
+
+    Raises:
+        ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``) or
+            ``retry_timeout``.
+        UnsupportedDialectError: The engine's dialect is not supported.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        async_engine: AsyncEngine | None = None,
+        *,
+        schema: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if not retry_timeout >= 0:
+            raise ValueError(
+                f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
+            )
+        self._index = IndexSpec(index) if index else None
+        self.index_config = index
+        self.ttl_config = ttl
+        self._clock = clock or _utc_now
+        shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
+        if shared is None:
+            engine, async_engine, owned = engine_pair(engine, async_engine)
+        else:
+            engine, async_engine = shared.engine, shared.async_engine
+            owned = [engine, async_engine]
+        self.schema = schema
+        self.engine = engine
+        self.async_engine = async_engine
+        self._qb = qb = query_builder(engine.dialect.name)
+        options = access_options(qb, schema)
+        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
+        self._doors.retry_timeout = retry_timeout
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
+        self._asweeper: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_conn_string(
+        cls,
+        conn_string: str | URL,
+        *,
+        schema: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+        clock: Callable[[], datetime] | None = None,
+        **engine_kwargs: Any,
+    ) -> Self:
+        """Build a store, and its sync and async engines, from a URL or a SQLite path.
+
+        The same URL rules as :meth:`.SQLAlchemySaver.from_conn_string`; stores and savers
+        built for the same URL, schema and plain engine arguments share one engine pair.
+        The result is the store itself: use it directly, or as a context manager (``with``
+        or ``async with``) that closes it on exit.
+
+        Args:
+            conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:``,
+                ``postgresql://user@host/db``, ``mysql://...``.
+            schema: See :class:`SQLAlchemyStore`.
+            index: See :class:`SQLAlchemyStore`.
+            ttl: See :class:`SQLAlchemyStore`.
+            retry_timeout: See :class:`SQLAlchemyStore`.
+            clock: See :class:`SQLAlchemyStore`.
+            **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``.
+
+        Returns:
+            The store. Run :meth:`setup` once to create the tables.
+
+        Raises:
+            DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise.
+            UnsupportedDialectError: The URL's dialect is not supported.
+            DriverNotInstalledError: A driver it needs is not installed.
+        """
+        if index:
+            IndexSpec(index)  # refused before any engine is made
+        urls = resolve_urls(conn_string)
+        urls.require_async()
+        options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
+        options.update(retry_timeout=retry_timeout, clock=clock)
+        return _shared.open_saver(cls, urls, options, engine_kwargs)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
+        the checkpoint tables and the store's). Idempotent, safe from several processes
+        at once (the migration lock), retried through transient failures.
+
+        Raises:
+            SchemaOutOfDateError: The database was migrated by a newer version of this
+                package.
+            CheckpointConnectionError: The database stayed unreachable.
+        """
+        connect = self._doors.sync.connect
+        read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
+        self._doors.call(migrate.to_head, read, write, self.schema)
+        self._doors.schema_checked = True
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (the migration runs in a worker thread)."""
+        await asyncio.to_thread(self.setup)
+
+    def close(self) -> None:
+        """Stop the TTL sweeper thread and dispose the engines this store created."""
+        self.stop_ttl_sweeper(timeout=1.0)
+        self._doors.close()
+
+    async def aclose(self) -> None:
+        """Stop the TTL sweepers and dispose the engines this store created, closing the
+        async connections of the running loop properly."""
+        await self.astop_ttl_sweeper()
+        self.stop_ttl_sweeper(timeout=1.0)
+        await self._doors.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the BaseStore contract ------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``GetOp``, ``PutOp``, ``SearchOp`` and ``ListNamespacesOp`` operations in one
+        transaction: reads first (they see the store as it was before the batch), then
+        TTL refreshes, then writes (the last put of a key wins).
+
+        Args:
+            ops: The operations.
+
+        Returns:
+            One result per operation, in order: ``Item | None`` for a get,
+            ``list[SearchItem]`` for a search, ``list[tuple[str, ...]]`` for a namespace
+            listing, None for a put.
+
+        Raises:
+            InvalidNamespaceError: A namespace breaks LangGraph's rules or the store's
+                (no ``"\\x01"``, at most 300 characters joined).
+            TypeError: A value or filter is not JSON, a key not a string.
+            ValueError: NaN, 64-bit overflow, an unknown filter operator, a negative
+                ``limit``/``offset``/``max_depth``, an embedding of the wrong size.
+            CheckpointConnectionError: The database stayed unreachable.
+        """
+        prepared = self._prepare(ops)
+        texts = [text for _, _, text in prepared.texts]
+        embedded = self._index.embeddings.embed_documents(texts) if texts and self._index else []
+        queries = {}
+        if prepared.queries and self._index:
+            embeddings = self._index.embeddings
+            queries = {q: embeddings.embed_query(q) for q in prepared.queries}
+        batch = self._finish(prepared, embedded, queries)
+        return self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`: the same operation through the async door, the embedding
+        model called through its async methods."""
+        prepared = self._prepare(ops)
+        texts = [text for _, _, text in prepared.texts]
+        embedded: list[list[float]] = []
+        if texts and self._index:
+            embedded = await self._index.embeddings.aembed_documents(texts)
+        queries: dict[str, list[float]] = {}
+        if prepared.queries and self._index:
+            embeddings = self._index.embeddings
+            asked = sorted(prepared.queries)
+            found = await asyncio.gather(*(embeddings.aembed_query(q) for q in asked))
+            queries = dict(zip(asked, found, strict=False))
+        batch = self._finish(prepared, embedded, queries)
+        return await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+
+    @staticmethod
+    def _access(batch: Batch) -> Access:
+        return Access.WRITE if batch.writes else Access.READ
+
+    def _now(self) -> float:
+        return seconds(self._clock())
+
+    def _prepare(self, ops: Iterable[Op]) -> _Prepared:
+        """Check every operation (nothing runs when one is bad) and plan the reads; keep
+        the last put of each key."""
+        ops = list(ops)
+        prepared = _Prepared(len(ops), self._now())
+        reads = prepared.batch.reads
+        puts: dict[tuple[str, str], PutOp] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                ns = namespaces.encode(op.namespace)
+                plan = GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
+                reads.append((i, plan))
+            elif isinstance(op, SearchOp):
+                reads.append((i, self._search_plan(op)))
+                if op.query and self._index:
+                    prepared.queries.add(op.query)
+            elif isinstance(op, ListNamespacesOp):
+                reads.append((i, _list_plan(op)))
+            elif isinstance(op, PutOp):
+                ns = namespaces.encode(op.namespace)
+                if not op.namespace:
+                    namespaces.encode(())
+                    raise ValueError("an item's namespace cannot be empty")
+                puts[(ns, namespaces.check_key(op.key))] = op
+            else:
+                raise TypeError(f"unknown store operation: {type(op).__name__}")
+        prepared.put_ops = list(puts.values())
+        for n, op in enumerate(prepared.put_ops):
+            if op.value is not None and self._index and op.index is not False:
+                value = canonical_json(op.value, depth=MAX_DEPTH)
+                index = None if op.index is None else list(op.index)
+                for name, text in texts_to_embed(self._index, value, index):
+                    prepared.texts.append((n, name, text))
+        return prepared
+
+    def _search_plan(self, op: SearchOp) -> SearchPlan:
+        limit, offset = _count("limit", op.limit), _count("offset", op.offset)
+        prefix = namespaces.encode(op.namespace_prefix, prefix=True)
+        flt = compile_filter(op.filter)
+        text = op.query if op.query and self._index else None
+        return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text)
+
+    def _finish(
+        self,
+        prepared: _Prepared,
+        embedded: Sequence[Sequence[float]],
+        queries: dict[str, list[float]],
+    ) -> Batch:
+        """The batch with its put rows (values, expiry, vectors) and query vectors."""
+        batch = prepared.batch
+        now = batch.now
+        if len(embedded) != len(prepared.texts):
+            raise ValueError(
+                f"the embedding function returned {len(embedded)} vectors for "
+                f"{len(prepared.texts)} texts"
+            )
+        per_put: dict[int, list[tuple[str, bytes]]] = {}
+        assert self._index is not None or not prepared.texts
+        for (n, name, _), vector in zip(prepared.texts, embedded, strict=False):
+            assert self._index is not None
+            per_put.setdefault(n, []).append((name[:150], pack(vector, self._index.dims)))
+        for n, op in enumerate(prepared.put_ops):
+            ns = namespaces.encode(op.namespace)
+            if op.value is None:
+                batch.puts.append(PutRow(ns, op.key, None))
+                continue
+            value = canonical_json(op.value, depth=MAX_DEPTH)
+            if not isinstance(value, dict):
+                raise TypeError(f"an item's value is a dict, not {type(op.value).__name__}")
+            ttl: Any = op.ttl
+            if ttl is NOT_PROVIDED:
+                ttl = (self.ttl_config or {}).get("default_ttl")
+            minutes = _ttl_minutes(ttl)
+            expires = None if minutes is None else now + minutes * 60.0
+            batch.puts.append(PutRow(ns, op.key, value, expires, minutes, per_put.get(n, ())))
+        for position, (i, read) in enumerate(batch.reads):
+            if isinstance(read, SearchPlan) and read.text is not None:
+                assert self._index is not None
+                vector = [float(v) for v in queries[read.text]]
+                blob = pack(vector, self._index.dims)
+                batch.reads[position] = (i, replace(read, query=vector, query_blob=blob))
+        return batch
+
+    # -- TTL -------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items (and their vectors) now.
+
+        Returns:
+            The number of items deleted.
+        """
+        return self._doors.run(Access.WRITE, _items.delete_expired, (self._now(),))
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await self._doors.arun(Access.WRITE, _items.delete_expired, (self._now(),))
+
+    # -- tools -----------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Count what the store holds (items, namespaces, vectors, expired items)."""
+        return self._doors.run(Access.READ, _items.stats, (self._now(),))
+
+    async def astats(self) -> StoreStats:
+        """Async :meth:`stats`."""
+        return await self._doors.arun(Access.READ, _items.stats, (self._now(),))
+
+    def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:
+        """Write items as they are, timestamps and expiry included (copies from another
+        store): an item already here is overwritten. Vectors given are kept when their
+        size matches the index config, else computed with it.
+
+        Args:
+            items: The items.
+            batch_size: Items a transaction.
+
+        Returns:
+            The number of items written.
+
+        Raises:
+            As :meth:`batch` for bad namespaces, keys and values.
+        """
+        written = 0
+        chunk: list[StoredItem] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) >= batch_size:
+                written += self._load(chunk)
+                chunk = []
+        if chunk:
+            written += self._load(chunk)
+        return written
+
+    def _load(self, chunk: Sequence[StoredItem]) -> int:
+        rows = load_rows(self._index, chunk)
+        self._doors.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
+        return len(rows)
+
+
+def _count(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
+    return value
+
+
+def _ttl_minutes(ttl: object) -> float | None:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, (int, float)) or isinstance(ttl, bool) or not ttl > 0:
+        raise ValueError(f"ttl must be a number of minutes > 0 or None, not {ttl!r}")
+    if ttl == float("inf"):
+        return None
+    return float(ttl)
+
+
+def _list_plan(op: ListNamespacesOp) -> ListPlan:
+    limit, offset = _count("limit", op.limit), _count("offset", op.offset)
+    depth = None if op.max_depth is None else _count("max_depth", op.max_depth)
+    conditions = tuple(op.match_conditions or ())
+    for cond in conditions:
+        namespaces.match_pattern(cond)  # refuses a bad condition before any query
+    return ListPlan(conditions, depth, limit, offset)
