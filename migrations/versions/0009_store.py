@@ -58,7 +58,9 @@ def upgrade() -> None:
         schema=schema,
         **MYSQL_TABLE_OPTIONS,
     )
-    op.create_index("ix_lgsa_store_items_updated_at", _ITEMS, ["updated_at"], schema=schema)
+    op.create_index(
+        "ix_lgsa_store_items_updated_at", _ITEMS, ["updated_at", "namespace", "key"], schema=schema
+    )
     op.create_index("ix_lgsa_store_items_expires_at", _ITEMS, ["expires_at"], schema=schema)
     op.create_table(
         _VECTORS,

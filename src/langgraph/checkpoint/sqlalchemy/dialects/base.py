@@ -365,6 +365,12 @@ class QueryBuilder(LeaseRows, ABC):
         pysqlite dialect registers)."""
         return column.regexp_match(pattern)  # type: ignore[no-any-return]
 
+    #: Items under a search prefix from which a search newest first should walk the
+    #: ``updated_at`` index (checking each entry's namespace) rather than read the
+    #: prefix's range of the primary key and sort it; None: the planner decides from its
+    #: statistics (PostgreSQL, MySQL/MariaDB).
+    walk_from: int | None = None
+
     def vector_similarity(
         self, connection: Connection, column: Any, query: bytes | None
     ) -> ColumnElement[float] | None:

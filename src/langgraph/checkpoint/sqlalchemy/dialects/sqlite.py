@@ -152,6 +152,12 @@ class SQLiteQueryBuilder(QueryBuilder):
         if not event.contains(engine, "begin", _on_begin):
             event.listen(engine, "begin", _on_begin)
 
+    #: SQLite has no statistics to tell a range of ten items from one of a million:
+    #: it reads and sorts the range. The store counts the range (at most this many
+    #: primary-key entries) and walks the ``updated_at`` index from this many items: a
+    #: search of 10 under a prefix of 10,000 items took 0.4 ms walking, 8 ms sorting.
+    walk_from = 1000
+
     def vector_similarity(
         self, connection: Connection, column: Any, query: bytes | None
     ) -> ColumnElement[float] | None:
@@ -194,12 +200,19 @@ class SQLiteQueryBuilder(QueryBuilder):
         atoms, or ``json_tree`` node sets for dicts and lists (``json_each`` takes any key,
         where a SQLite JSON path cannot quote every character).
 
+        A scalar under a key a JSON path can quote (:func:`_path_key`) is read with
+        ``json_extract``/``json_type`` at ``$."key"`` instead: the same comparison
+        without the table-valued function (a third of the time of a search filter on
+        10,000 store items).
+
         The filter value is handed to SQLite as JSON text and parsed by SQLite like the
         stored metadata, so both sides hold the same SQL values (a 2**70 integer is a REAL
         on both). Scalars: same kind (INTEGER and REAL are one: JSON numbers) and equal
         atoms. Dicts and lists: the two json_tree() row sets of (path, kind, atom) are
         equal: key order free, list order kept, 1 == 1.0 at any depth.
         """
+        if not isinstance(value, (Mapping, list, tuple)) and _path_key(key):
+            return _if_valid_json(column, _scalar_at(column, key, value))
         doc = literal(text, Text)
         member = func.json_each(column).table_valued("key", "value", "type", "atom").alias()
         if not isinstance(value, (Mapping, list, tuple)):
@@ -342,6 +355,29 @@ def _if_valid_json(column: Any, condition: ColumnElement[bool]) -> ColumnElement
     cache); the hot path (``get_tuple``, ``list`` without filter) does not run it."""
     guarded: ColumnElement[bool] = case((func.json_valid(column) == 1, condition), else_=false())
     return guarded
+
+
+def _path_key(key: str) -> bool:
+    """Whether ``$."key"`` is a SQLite JSON path naming the top-level ``key``: printable
+    ASCII without ``"`` or ``\\``. (SQLite before 3.45 compares a path's label with the
+    key as written in the document: ``json.dumps`` writes ``"ключ"`` as ``"\\u043a..."``,
+    which no path matches; ``json_each`` decodes keys.)"""
+    return bool(key) and key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
+
+
+def _scalar_at(column: Any, key: str, value: Any) -> ColumnElement[bool]:
+    """The top-level ``key`` of the JSON document ``column`` holds the scalar ``value``:
+    same JSON kind (numbers are one kind), equal atom."""
+    path = literal('$."' + key + '"', Text)
+    kind = func.json_type(column, path)
+    if value is None:
+        return kind == "null"
+    if isinstance(value, bool):
+        return kind == ("true" if value else "false")
+    atom = func.json_extract(column, path)
+    if isinstance(value, (int, float)):
+        return and_(atom == literal(value), kind.in_(("integer", "real")))
+    return and_(atom == literal(value, Text), kind == "text")
 
 
 def _json_kind(json_type: Any) -> ColumnElement[Any]:

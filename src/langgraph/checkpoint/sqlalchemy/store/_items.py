@@ -22,8 +22,9 @@ from typing import Any
 
 from langgraph.store.base import Item, MatchCondition, SearchItem
 
-from sqlalchemy import Connection, delete, func, or_, select
+from sqlalchemy import Connection, bindparam, delete, func, select, update
 
+from .. import _driver
 from ..dialects import QueryBuilder
 from ..errors import StoreDecodeError
 from . import namespaces
@@ -42,6 +43,7 @@ __all__ = [
     "delete_expired",
     "item_of",
     "put_rows",
+    "refresh_ttl",
     "search_item_of",
     "stats",
 ]
@@ -116,13 +118,14 @@ class Batch:
     """A ``batch()`` ready for the database: ``reads`` as ``(result index, plan)``."""
 
     now: float
+    count: int = 0
     reads: list[tuple[int, GetPlan | SearchPlan | ListPlan]] = field(default_factory=list)
     puts: list[PutRow] = field(default_factory=list)
 
     @property
-    def writes(self) -> bool:
-        """Whether the batch writes (puts, deletes or TTL refreshes)."""
-        return bool(self.puts) or any(getattr(plan, "refresh", False) for _, plan in self.reads)
+    def one_get(self) -> bool:
+        """Whether the batch is one ``get`` (one statement: no transaction needed)."""
+        return not self.puts and len(self.reads) == 1 and isinstance(self.reads[0][1], GetPlan)
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,17 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
 
 
-def alive(now: float) -> Any:
-    return or_(items.c.expires_at.is_(None), items.c.expires_at > now)
+#: ``expires_at`` of an item that never expires, in conditions (:func:`alive`).
+NEVER = 1e300
+
+
+def alive(now: Any) -> Any:
+    """Condition: the item has not expired at ``now`` (a value or bound parameter).
+
+    Written ``COALESCE(expires_at, NEVER) > now``, which no index serves: with ``IS
+    NULL OR >`` SQLite read the expiry index twice (``MULTI-INDEX OR``) for every search,
+    instead of the namespace's range."""
+    return func.coalesce(items.c.expires_at, NEVER) > now
 
 
 def _value(row: Any) -> dict[str, Any]:
@@ -180,9 +192,52 @@ def search_item_of(row: Any, score: float | None = None) -> SearchItem:
     )
 
 
+_DELETE_VECTORS = delete(vectors).where(
+    vectors.c.namespace == bindparam("b_ns"), vectors.c.key == bindparam("b_key")
+)
+_DELETE_ITEM = delete(items).where(
+    items.c.namespace == bindparam("b_ns"), items.c.key == bindparam("b_key")
+)
+
+
+@dataclass
+class _Upserts:
+    """A dialect's upserts of the two tables, built once (the driver caches their
+    compiled multi-row forms in ``forms``)."""
+
+    items: Any
+    vectors: Any
+    forms: dict[Any, Any] = field(default_factory=dict)
+
+
+_UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
+
+
+def _upserts(qb: QueryBuilder) -> _Upserts:
+    found = _UPSERTS.get(type(qb))
+    if found is None:
+        found = _UPSERTS[type(qb)] = _Upserts(
+            qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(vectors, ["embedding"]),
+        )
+    return found
+
+
+def _each(conn: Connection, stmt: Any, params: list[dict[str, Any]], key: Any) -> None:
+    """``stmt`` once per parameter set: on the driver's cursor for one, as an
+    executemany for more."""
+    if len(params) == 1:
+        _driver.execute(conn, stmt, params[0], key)
+    elif params:
+        conn.execute(stmt, params)
+
+
 def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: float) -> None:
     """Write items: upsert the values (``created_at`` kept on an update), delete the
     items whose value is None, and replace the vectors of every item written.
+
+    The statements run on the driver's cursor, compiled once per dialect
+    (:mod:`.._driver`), as the saver's puts do.
 
     Args:
         conn: A connection in a write transaction.
@@ -190,39 +245,34 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         rows: The items, at most one per ``(namespace, key)``.
         now: The write's clock, seconds since the epoch.
     """
-    by_ns: dict[str, list[str]] = defaultdict(list)
-    for row in rows:
-        by_ns[row.namespace].append(row.key)
-    for ns, keys in by_ns.items():
-        conn.execute(delete(vectors).where(vectors.c.namespace == ns, vectors.c.key.in_(keys)))
-    gone = [row for row in rows if row.value is None]
-    kept = [row for row in rows if row.value is not None]
-    for ns, keys in _grouped(gone).items():
-        conn.execute(delete(items).where(items.c.namespace == ns, items.c.key.in_(keys)))
+    key = qb.compile_key(conn.dialect)
+    _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
+    gone = [{"b_ns": r.namespace, "b_key": r.key} for r in rows if r.value is None]
+    _each(conn, _DELETE_ITEM, gone, key)
+    up = _upserts(qb)
+    kept = [
+        {
+            "namespace": row.namespace,
+            "key": row.key,
+            "value": row.value,
+            "created_at": now if row.created_at is None else row.created_at,
+            "updated_at": now if row.updated_at is None else row.updated_at,
+            "expires_at": row.expires_at,
+            "ttl_minutes": row.ttl_minutes,
+        }
+        for row in rows
+        if row.value is not None
+    ]
     if kept:
-        stmt = qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"])
-        conn.execute(
-            stmt,
-            [
-                {
-                    "namespace": row.namespace,
-                    "key": row.key,
-                    "value": row.value,
-                    "created_at": now if row.created_at is None else row.created_at,
-                    "updated_at": now if row.updated_at is None else row.updated_at,
-                    "expires_at": row.expires_at,
-                    "ttl_minutes": row.ttl_minutes,
-                }
-                for row in kept
-            ],
-        )
+        _driver.insert_rows(conn, up.items, kept, key, up.forms)
     new_vectors = [
         {"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}
-        for row in kept
+        for row in rows
+        if row.value is not None
         for name, blob in row.vectors
     ]
     if new_vectors:
-        conn.execute(qb.upsert(vectors, ["embedding"]), new_vectors)
+        _driver.insert_rows(conn, up.vectors, new_vectors, key, up.forms)
 
 
 def _grouped(rows: Iterable[PutRow]) -> dict[str, list[str]]:
@@ -233,6 +283,28 @@ def _grouped(rows: Iterable[PutRow]) -> dict[str, list[str]]:
 
 
 # -- TTL and statistics ---------------------------------------------------------------
+
+
+def refresh_ttl(conn: Connection, keys: Sequence[tuple[str, str]], now: float) -> None:
+    """Push back the expiry of the items ``keys`` (``(namespace, key)``) that have a TTL
+    and have not expired: ``expires_at = now + ttl_minutes`` (LangGraph's
+    ``refresh_ttl`` on reads)."""
+    if keys:
+        conn.execute(
+            _REFRESH, [{"b_ns": ns, "b_key": key, "b_now": now} for ns, key in sorted(set(keys))]
+        )
+
+
+_REFRESH = (
+    update(items)
+    .where(
+        items.c.namespace == bindparam("b_ns"),
+        items.c.key == bindparam("b_key"),
+        items.c.ttl_minutes.is_not(None),
+        items.c.expires_at > bindparam("b_now"),
+    )
+    .values(expires_at=bindparam("b_now") + items.c.ttl_minutes * 60.0)
+)
 
 
 def delete_expired(conn: Connection, now: float) -> int:

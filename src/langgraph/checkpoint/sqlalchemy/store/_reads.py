@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.store.base import SearchItem
 
-from sqlalchemy import Connection, Select, and_, exists, func, not_, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, exists, func, not_, select
 
+from .. import _driver
 from ..dialects import QueryBuilder
 from ..errors import StoreDecodeError
 from ..schema import read_json
@@ -34,12 +36,13 @@ from ._items import (
     alive,
     item_of,
     put_rows,
+    refresh_ttl,
     search_item_of,
 )
 from .tables import SEPARATOR, items, vectors
 from .vectors import cosine_scores
 
-__all__ = ["run_batch"]
+__all__ = ["BatchResult", "run_batch"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
@@ -49,58 +52,77 @@ _COLUMNS = (
     read_json(items.c.value),
     items.c.created_at,
     items.c.updated_at,
+    items.c.ttl_minutes,
 )
+_LIVE = alive(bindparam("b_now"))
+#: One item (a ``get``), built once: its compiled form is cached.
+_GET = select(*_COLUMNS).where(
+    items.c.namespace == bindparam("b_ns"), items.c.key == bindparam("b_key"), _LIVE
+)
+_GET_MANY = select(*_COLUMNS).where(
+    items.c.namespace == bindparam("b_ns"),
+    items.c.key.in_(bindparam("b_keys", expanding=True)),
+    _LIVE,
+)
+_NEWEST = (items.c.updated_at.desc(), items.c.namespace.desc(), items.c.key.desc())
+
+Found = tuple[SearchItem, Any]
+"""A search result and its row (whose ``ttl_minutes`` says whether a read refreshes it)."""
 
 
-def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> list[Any]:
-    """Run a prepared batch: its reads, then its TTL refreshes, then its writes, in one
-    transaction (the caller's access).
+@dataclass
+class BatchResult:
+    """What :func:`run_batch` returns.
+
+    Attributes:
+        results: One result per operation of the batch (None for puts).
+        refresh: ``(namespace, key)`` of the items read whose TTL the read refreshes,
+            when the batch ran in a read transaction (else refreshed already).
+    """
+
+    results: list[Any]
+    refresh: list[tuple[str, str]] = field(default_factory=list)
+
+
+def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
+    """Run a prepared batch in the caller's transaction: its reads, then (when it writes)
+    the TTL refreshes of what it read and its puts and deletes.
 
     Returns:
-        Each read's result by its index (``Item | None``, ``list[SearchItem]``,
-        ``list[tuple[str, ...]]``); puts have none.
+        The :class:`BatchResult`.
     """
-    results: dict[int, Any] = {}
-    refresh: dict[str, set[str]] = defaultdict(set)
+    results: list[Any] = [None] * batch.count
+    refresh: list[tuple[str, str]] = []
     gets: dict[str, list[tuple[int, GetPlan]]] = defaultdict(list)
     for i, plan in batch.reads:
         if isinstance(plan, GetPlan):
             gets[plan.namespace].append((i, plan))
         elif isinstance(plan, SearchPlan):
             found = _search(conn, qb, plan, batch.now)
-            results[i] = found
+            results[i] = [item for item, _ in found]
             if plan.refresh:
-                for item in found:
-                    refresh[namespaces.encode(item.namespace)].add(item.key)
+                refresh.extend((str(r[0]), str(r[1])) for _, r in found if r[5] is not None)
         else:
             results[i] = _list_namespaces(conn, qb, plan, batch.now)
     for ns, wanted in gets.items():
-        keys = sorted({plan.key for _, plan in wanted})
-        rows = conn.execute(
-            select(*_COLUMNS).where(
-                items.c.namespace == ns, items.c.key.in_(keys), alive(batch.now)
-            )
-        ).all()
+        rows: Sequence[Any]
+        if len(wanted) == 1:
+            params: dict[str, Any] = {"b_ns": ns, "b_key": wanted[0][1].key, "b_now": batch.now}
+            rows = _driver.rows(conn, _GET, params, qb.compile_key(conn.dialect))
+        else:
+            keys = sorted({plan.key for _, plan in wanted})
+            rows = conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": keys, "b_now": batch.now}).all()
         by_key = {str(row[1]): row for row in rows}
         for i, plan in wanted:
             row = by_key.get(plan.key)
             results[i] = item_of(row) if row is not None else None
-            if row is not None and plan.refresh:
-                refresh[ns].add(plan.key)
-    for ns, refreshed in refresh.items():
-        conn.execute(
-            update(items)
-            .where(
-                items.c.namespace == ns,
-                items.c.key.in_(sorted(refreshed)),
-                items.c.ttl_minutes.is_not(None),
-                alive(batch.now),
-            )
-            .values(expires_at=batch.now + items.c.ttl_minutes * 60.0)
-        )
-    if batch.puts:
-        put_rows(conn, qb, batch.puts, batch.now)
-    return [results.get(i) for i in range(max(results, default=-1) + 1)]
+            if row is not None and plan.refresh and row[5] is not None:
+                refresh.append((ns, plan.key))
+    if not batch.puts:
+        return BatchResult(results, refresh)
+    refresh_ttl(conn, refresh, batch.now)
+    put_rows(conn, qb, batch.puts, batch.now)
+    return BatchResult(results)
 
 
 # -- search ---------------------------------------------------------------------------
@@ -114,27 +136,90 @@ def _candidates(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float
     return conditions
 
 
-_NEWEST = (items.c.updated_at.desc(), items.c.namespace.desc(), items.c.key.desc())
+#: Most search statements kept (:func:`_page_statement`); past it, a new filter's
+#: statement is built for its call only.
+MAX_STATEMENTS = 512
+_STATEMENTS: dict[Any, Select[Any]] = {}
 
 
-def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[SearchItem]:
+def _page_statement(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, walk: bool
+) -> Select[Any] | None:
+    """The statement of a search page decided in the database, built once per dialect,
+    filter and presence of a prefix (bound parameters ``b_now``, ``b_low``, ``b_high``,
+    ``b_limit``, ``b_offset``), so that a repeated search runs its compiled form on the
+    driver's cursor (:func:`.._driver.rows`). None past :data:`MAX_STATEMENTS`."""
+    equalities = tuple((k, type(v).__name__, v) for k, v in plan.filter.equalities)
+    key = (type(qb), qb.compile_key(conn.dialect), equalities, bool(plan.prefix), walk)
+    found = _STATEMENTS.get(key)
+    if found is not None or len(_STATEMENTS) >= MAX_STATEMENTS:
+        return found
+    conditions = [_LIVE, *plan.filter.conditions(qb, items.c.value, conn.dialect)]
+    if plan.prefix:
+        # Walking the updated_at index: the namespace is checked in each entry, not
+        # used to pick the primary key's range (an expression no index serves).
+        column: Any = func.coalesce(items.c.namespace, "") if walk else items.c.namespace
+        conditions += [column >= bindparam("b_low"), column < bindparam("b_high")]
+    stmt = (
+        select(*_COLUMNS)
+        .where(*conditions)
+        .order_by(*_NEWEST)
+        .limit(bindparam("b_limit"))
+        .offset(bindparam("b_offset"))
+    )
+    _STATEMENTS[key] = stmt
+    return stmt
+
+
+_COUNT_UNDER = select(func.count()).select_from(
+    select(items.c.namespace)
+    .where(items.c.namespace >= bindparam("b_low"), items.c.namespace < bindparam("b_high"))
+    .limit(bindparam("b_limit"))
+    .subquery()
+)
+
+
+def _many_under(conn: Connection, qb: QueryBuilder, low: str, high: str) -> bool:
+    """Whether the namespaces ``[low, high)`` hold at least :attr:`.QueryBuilder.walk_from`
+    items (False when the dialect's planner decides)."""
+    if qb.walk_from is None:
+        return False
+    params = {"b_low": low, "b_high": high, "b_limit": qb.walk_from}
+    (count,) = _driver.rows(conn, _COUNT_UNDER, params, qb.compile_key(conn.dialect))[0]
+    return int(count) >= qb.walk_from
+
+
+def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
     if plan.limit <= 0:
         return []
     if plan.query is not None:
         return _vector_search(conn, qb, plan, now)
+    if plan.filter.exact:
+        low, high = namespaces.bounds(plan.prefix)
+        walk = bool(plan.prefix) and _many_under(conn, qb, low, high)
+        cached = _page_statement(conn, qb, plan, walk)
+        if cached is not None:
+            params = {"b_now": now, "b_low": low, "b_high": high}
+            params.update(b_limit=plan.limit, b_offset=plan.offset)
+            found = _driver.rows(conn, cached, params, qb.compile_key(conn.dialect))
+            return [f for f in (_readable(row) for row in found) if f is not None]
     stmt = select(*_COLUMNS).where(*_candidates(conn, qb, plan, now)).order_by(*_NEWEST)
     if plan.filter.exact:
         rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
-        return _decoded(rows, search_item_of)
-    wanted = plan.offset + plan.limit
-    matched: list[SearchItem] = []
+        return [f for f in (_readable(row) for row in rows) if f is not None]
+    return _matching(conn, stmt, plan, plan.offset + plan.limit)[plan.offset :]
+
+
+def _matching(conn: Connection, stmt: Select[Any], plan: SearchPlan, wanted: int) -> list[Found]:
+    """The first ``wanted`` rows of ``stmt`` that the filter's predicate keeps."""
+    matched: list[Found] = []
     for row in _pages(conn, stmt):
-        item = _readable(row)
-        if item is not None and plan.filter.matches(item.value):
-            matched.append(item)
+        found = _readable(row)
+        if found is not None and plan.filter.matches(found[0].value):
+            matched.append(found)
             if len(matched) == wanted:
                 break
-    return matched[plan.offset :]
+    return matched
 
 
 def _pages(conn: Connection, stmt: Select[Any]) -> Iterable[Any]:
@@ -150,27 +235,16 @@ def _pages(conn: Connection, stmt: Select[Any]) -> Iterable[Any]:
         offset += PAGE
 
 
-def _readable(row: Any, score: float | None = None) -> SearchItem | None:
+def _readable(row: Any, score: float | None = None) -> Found | None:
+    """The search result of a row, or None (logged) when its value cannot be read."""
     try:
-        return search_item_of(row, score)
+        return search_item_of(row, score), row
     except StoreDecodeError as e:
         log.warning("search skips an item: %s", e)
         return None
 
 
-def _decoded(rows: Iterable[Any], make: Callable[[Any], SearchItem]) -> list[SearchItem]:
-    out = []
-    for row in rows:
-        try:
-            out.append(make(row))
-        except StoreDecodeError as e:
-            log.warning("search skips an item: %s", e)
-    return out
-
-
-def _vector_search(
-    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float
-) -> list[SearchItem]:
+def _vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
     """Items ranked by their best field's cosine similarity with the query; the items
     that match but have no vector follow (``InMemoryStore``'s order), up to ``limit``."""
     joined = and_(vectors.c.namespace == items.c.namespace, vectors.c.key == items.c.key)
@@ -209,14 +283,14 @@ def _vector_search(
                     best[k] = s
     ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     found = _fetch(conn, [k for k, _ in ranked] if residual else [k for k, _ in ranked[:wanted]])
-    out: list[SearchItem] = []
+    out: list[Found] = []
     for k, s in ranked:
         row = found.get(k)
         if row is None:
             continue
-        item = _readable(row, s)
-        if item is not None and plan.filter.matches(item.value):
-            out.append(item)
+        hit = _readable(row, s)
+        if hit is not None and plan.filter.matches(hit[0].value):
+            out.append(hit)
             if len(out) == wanted:
                 break
     out = out[plan.offset :]
@@ -227,12 +301,7 @@ def _vector_search(
             .where(*_candidates(conn, qb, plan, now), not_(has_vector))
             .order_by(*_NEWEST)
         )
-        for row in _pages(conn, stmt3):
-            item = _readable(row)
-            if item is not None and plan.filter.matches(item.value):
-                out.append(item)
-                if len(out) == plan.limit:
-                    break
+        out.extend(_matching(conn, stmt3, plan, plan.limit - len(out)))
     return out
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import ColumnElement, and_
 
 from .tables import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, SEPARATOR
 
 __all__ = [
+    "bounds",
     "check_key",
     "decode",
     "encode",
@@ -103,14 +104,17 @@ def check_key(key: object) -> str:
 
 def under(column: Any, prefix: str) -> ColumnElement[bool] | None:
     """Condition: ``column`` is the namespace ``prefix`` (stored text) or one below it.
-    None for the empty prefix (every namespace). An equality and a range: both read the
-    primary key."""
+    None for the empty prefix (every namespace). One range of the primary key."""
     if not prefix:
         return None
-    return or_(
-        column == prefix,
-        and_(column > prefix + SEPARATOR, column < prefix + _NEXT),
-    )
+    # One range: the texts from ``prefix`` up to ``prefix + "\x02"`` are ``prefix`` and
+    # ``prefix + "\x01..."`` (no label holds a character below "\x02").
+    return and_(column >= prefix, column < prefix + _NEXT)
+
+
+def bounds(prefix: str) -> tuple[str, str]:
+    """The range ``[low, high)`` of :func:`under` for a non-empty prefix."""
+    return prefix, prefix + _NEXT
 
 
 def literal_head(condition: MatchCondition) -> tuple[str, ...]:

@@ -282,7 +282,10 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             embeddings = self._index.embeddings
             queries = {q: embeddings.embed_query(q) for q in prepared.queries}
         batch = self._finish(prepared, embedded, queries)
-        return self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
+        done = self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
+        if done.refresh:
+            self._doors.run(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+        return done.results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: the same operation through the async door, the embedding
@@ -299,11 +302,19 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             found = await asyncio.gather(*(embeddings.aembed_query(q) for q in asked))
             queries = dict(zip(asked, found, strict=False))
         batch = self._finish(prepared, embedded, queries)
-        return await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+        done = await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+        if done.refresh:
+            await self._doors.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+        return done.results
 
     @staticmethod
     def _access(batch: Batch) -> Access:
-        return Access.WRITE if batch.writes else Access.READ
+        """A write transaction for puts (their reads' TTL refreshes too); one statement
+        for a lone get; else a read transaction (one snapshot where the database gives
+        one), whose TTL refreshes follow in a write of their own."""
+        if batch.puts:
+            return Access.WRITE
+        return Access.READ_ONE if batch.one_get else Access.READ
 
     def _now(self) -> float:
         return seconds(self._clock())
@@ -313,6 +324,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         the last put of each key."""
         ops = list(ops)
         prepared = _Prepared(len(ops), self._now())
+        prepared.batch.count = len(ops)
         reads = prepared.batch.reads
         puts: dict[tuple[str, str], PutOp] = {}
         for i, op in enumerate(ops):

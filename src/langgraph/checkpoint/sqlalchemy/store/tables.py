@@ -78,7 +78,7 @@ items = Table(
     PrimaryKeyConstraint("namespace", "key", name="pk_lgsa_store_items"),
     # Searches newest first walk this index and stop at their page; the TTL sweep finds
     # expired items by the other.
-    Index("ix_lgsa_store_items_updated_at", "updated_at"),
+    Index("ix_lgsa_store_items_updated_at", "updated_at", "namespace", "key"),
     Index("ix_lgsa_store_items_expires_at", "expires_at"),
     **MYSQL_TABLE_OPTIONS,
 )
