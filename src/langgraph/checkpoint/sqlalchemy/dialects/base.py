@@ -371,6 +371,14 @@ class QueryBuilder(LeaseRows, ABC):
     #: statistics (PostgreSQL, MySQL/MariaDB).
     walk_from: int | None = None
 
+    def walk_column(self, column: Any) -> Any:
+        """``column`` as a walk newest first checks it (:attr:`walk_from`): default as is."""
+        return column
+
+    def walking(self, connection: Connection, on: bool) -> None:
+        """Make the planner walk the ``updated_at`` index for the rest of the read
+        transaction (``on``), or decide again (not ``on``). Default: nothing."""
+
     def vector_similarity(
         self, connection: Connection, column: Any, query: bytes | None
     ) -> ColumnElement[float] | None:

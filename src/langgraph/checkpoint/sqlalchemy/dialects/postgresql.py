@@ -130,6 +130,17 @@ class PostgreSQLQueryBuilder(QueryBuilder):
 
     metadata_index_rows = False
 
+    #: PostgreSQL estimates a JSONB equality at 0.5% of the rows whatever the value: a
+    #: filter matching a third of 10,000 items was planned as a scan and a sort (3.2 ms)
+    #: rather than a walk of ``updated_at`` that stops at the page (see :meth:`walking`).
+    walk_from = 1000
+
+    def walking(self, connection: Connection, on: bool) -> None:
+        """``enable_sort`` off for the rest of the transaction (``set_config(...,
+        is_local => true)``, safe behind a transaction pooler) while ``on``: the only plan
+        without a sort walks the ``updated_at`` index."""
+        connection.execute(select(func.set_config("enable_sort", "off" if on else "on", True)))
+
     def small_reads(self, connection: Connection) -> None:
         """No parallel plan and no JIT for the rest of this read transaction:
         ``set_config(name, value, is_local => true)``, as ``SET LOCAL`` (transaction-scoped:

@@ -158,6 +158,11 @@ class SQLiteQueryBuilder(QueryBuilder):
     #: search of 10 under a prefix of 10,000 items took 0.4 ms walking, 8 ms sorting.
     walk_from = 1000
 
+    def walk_column(self, column: Any) -> Any:
+        """``COALESCE(column, '')``: an expression no index serves, so that the range
+        condition cannot pick the primary key and the ``ORDER BY`` walks ``updated_at``."""
+        return func.coalesce(column, "")
+
     def vector_similarity(
         self, connection: Connection, column: Any, query: bytes | None
     ) -> ColumnElement[float] | None:

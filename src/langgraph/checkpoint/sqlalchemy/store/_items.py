@@ -42,6 +42,7 @@ __all__ = [
     "alive",
     "delete_expired",
     "item_of",
+    "one_statement",
     "put_rows",
     "refresh_ttl",
     "search_item_of",
@@ -208,6 +209,7 @@ class _Upserts:
     items: Any
     vectors: Any
     forms: dict[Any, Any] = field(default_factory=dict)
+    combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
 
 _UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
@@ -232,6 +234,25 @@ def _each(conn: Connection, stmt: Any, params: list[dict[str, Any]], key: Any) -
         conn.execute(stmt, params)
 
 
+def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
+    """Whether :func:`put_rows` writes ``rows`` in one statement, atomic on its own (no
+    transaction needed): one item without vectors, where the dialect runs the vectors'
+    delete in the upsert's ``WITH`` clause (PostgreSQL: one round trip a put)."""
+    return qb.dml_in_cte and len(rows) == 1 and rows[0].value is not None and not rows[0].vectors
+
+
+def _item_params(row: PutRow, now: float) -> dict[str, Any]:
+    return {
+        "namespace": row.namespace,
+        "key": row.key,
+        "value": row.value,
+        "created_at": now if row.created_at is None else row.created_at,
+        "updated_at": now if row.updated_at is None else row.updated_at,
+        "expires_at": row.expires_at,
+        "ttl_minutes": row.ttl_minutes,
+    }
+
+
 def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: float) -> None:
     """Write items: upsert the values (``created_at`` kept on an update), delete the
     items whose value is None, and replace the vectors of every item written.
@@ -246,23 +267,21 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         now: The write's clock, seconds since the epoch.
     """
     key = qb.compile_key(conn.dialect)
+    up = _upserts(qb)
+    if one_statement(qb, rows):
+        params = _item_params(rows[0], now)
+        columns = tuple(params)
+        stmt = up.combined.get(columns)
+        if stmt is None:
+            form = _driver.many_form(up.items, columns, 1, up.forms)
+            stmt = up.combined[columns] = qb.combine_writes(form, _DELETE_VECTORS)
+        more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
+        _driver.execute(conn, stmt, {**_driver.many_params([params], columns), **more}, key)
+        return
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     gone = [{"b_ns": r.namespace, "b_key": r.key} for r in rows if r.value is None]
     _each(conn, _DELETE_ITEM, gone, key)
-    up = _upserts(qb)
-    kept = [
-        {
-            "namespace": row.namespace,
-            "key": row.key,
-            "value": row.value,
-            "created_at": now if row.created_at is None else row.created_at,
-            "updated_at": now if row.updated_at is None else row.updated_at,
-            "expires_at": row.expires_at,
-            "ttl_minutes": row.ttl_minutes,
-        }
-        for row in rows
-        if row.value is not None
-    ]
+    kept = [_item_params(row, now) for row in rows if row.value is not None]
     if kept:
         _driver.insert_rows(conn, up.items, kept, key, up.forms)
     new_vectors = [

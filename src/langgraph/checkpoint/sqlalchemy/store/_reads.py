@@ -158,7 +158,7 @@ def _page_statement(
     if plan.prefix:
         # Walking the updated_at index: the namespace is checked in each entry, not
         # used to pick the primary key's range (an expression no index serves).
-        column: Any = func.coalesce(items.c.namespace, "") if walk else items.c.namespace
+        column: Any = qb.walk_column(items.c.namespace) if walk else items.c.namespace
         conditions += [column >= bindparam("b_low"), column < bindparam("b_high")]
     stmt = (
         select(*_COLUMNS)
@@ -201,6 +201,8 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
         if cached is not None:
             params = {"b_now": now, "b_low": low, "b_high": high}
             params.update(b_limit=plan.limit, b_offset=plan.offset)
+            if walk:
+                qb.walking(conn, True)
             found = _driver.rows(conn, cached, params, qb.compile_key(conn.dialect))
             return [f for f in (_readable(row) for row in found) if f is not None]
     stmt = select(*_COLUMNS).where(*_candidates(conn, qb, plan, now)).order_by(*_NEWEST)

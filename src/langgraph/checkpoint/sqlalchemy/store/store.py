@@ -307,13 +307,13 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             await self._doors.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
         return done.results
 
-    @staticmethod
-    def _access(batch: Batch) -> Access:
+    def _access(self, batch: Batch) -> Access:
         """A write transaction for puts (their reads' TTL refreshes too); one statement
         for a lone get; else a read transaction (one snapshot where the database gives
         one), whose TTL refreshes follow in a write of their own."""
         if batch.puts:
-            return Access.WRITE
+            one = not batch.reads and _items.one_statement(self._qb, batch.puts)
+            return Access.WRITE_ONE if one else Access.WRITE
         return Access.READ_ONE if batch.one_get else Access.READ
 
     def _now(self) -> float:
