@@ -56,6 +56,7 @@ def upgrade() -> None:
         sa.Column("ttl_minutes", sa.Double(), nullable=True),
         sa.PrimaryKeyConstraint("namespace", "key", name=_pk("pk_lgsa_store_items")),
         schema=schema,
+        sqlite_with_rowid=False,
         **MYSQL_TABLE_OPTIONS,
     )
     op.create_index(
@@ -70,6 +71,7 @@ def upgrade() -> None:
         sa.Column("embedding", BINARY, nullable=False),
         sa.PrimaryKeyConstraint("namespace", "key", "field", name=_pk("pk_lgsa_store_vectors")),
         schema=schema,
+        sqlite_with_rowid=False,
         **MYSQL_TABLE_OPTIONS,
     )
 

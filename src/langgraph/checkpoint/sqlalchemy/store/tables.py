@@ -80,6 +80,9 @@ items = Table(
     # expired items by the other.
     Index("ix_lgsa_store_items_updated_at", "updated_at", "namespace", "key"),
     Index("ix_lgsa_store_items_expires_at", "expires_at"),
+    # SQLite: rows in the primary key's B-tree (as InnoDB's are): listing namespaces
+    # reads their range and the expiry beside it, without a lookup a row.
+    sqlite_with_rowid=False,
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -91,5 +94,6 @@ vectors = Table(
     Column("field", OrderedText(FIELD_MAX_LENGTH), nullable=False),
     Column("embedding", BINARY, nullable=False),
     PrimaryKeyConstraint("namespace", "key", "field", name="pk_lgsa_store_vectors"),
+    sqlite_with_rowid=False,
     **MYSQL_TABLE_OPTIONS,
 )
