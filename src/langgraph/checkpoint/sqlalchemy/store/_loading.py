@@ -15,7 +15,31 @@ from . import namespaces
 from ._items import PutRow
 from .vectors import IndexSpec, pack, texts_to_embed
 
-__all__ = ["StoredItem", "load_rows", "seconds"]
+__all__ = ["StoredItem", "item_value", "load_rows", "seconds"]
+
+
+def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str, Any]:
+    """An item's value checked and made canonical JSON (NUL characters removed).
+
+    Raises:
+        TypeError: Not a dict, or holding something that is not JSON.
+        ValueError: NaN or infinity, an integer beyond 64 bits, a lone surrogate, or
+            dicts and lists nested more than 31 levels.
+    """
+    try:
+        checked = canonical_json(value, depth=MAX_DEPTH)
+    except (TypeError, ValueError) as e:
+        raise type(e)(
+            f"the value of item {key!r} in {tuple(namespace)} cannot be stored: {e}. Store "
+            "JSON values (str, int, float, bool, None, list, dict), e.g. a datetime as "
+            "isoformat() text"
+        ) from None
+    if not isinstance(checked, dict):
+        raise TypeError(
+            f"the value of item {key!r} in {tuple(namespace)} is a "
+            f"{type(value).__name__}; an item's value is a dict"
+        )
+    return checked
 
 
 @dataclass(frozen=True)
@@ -66,9 +90,7 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
     for item in chunk:
         ns = namespaces.encode(item.namespace)
         key = (ns, namespaces.check_key(item.key))
-        value = canonical_json(item.value, depth=MAX_DEPTH)
-        if not isinstance(value, dict):
-            raise TypeError(f"an item's value is a dict, not {type(item.value).__name__}")
+        value = item_value(item.namespace, item.key, item.value)
         rows[key] = PutRow(
             ns,
             key[1],

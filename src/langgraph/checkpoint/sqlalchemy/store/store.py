@@ -27,12 +27,14 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
+    InvalidNamespaceError,
     ListNamespacesOp,
     Op,
     PutOp,
     Result,
     SearchOp,
     TTLConfig,
+    validate_op_namespace,
 )
 from typing_extensions import Self
 
@@ -41,7 +43,6 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .. import _shared, migrate
-from .._canonical import MAX_DEPTH, canonical_json
 from .._door import Access, access_options
 from .._engines import engine_pair, resolve_urls
 from .._loops import Runner
@@ -50,7 +51,7 @@ from .._shared import SharedDoors
 from ..dialects import query_builder
 from . import _items, _reads, namespaces
 from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
-from ._loading import StoredItem, load_rows, seconds
+from ._loading import StoredItem, item_value, load_rows, seconds
 from ._sweeper import TTLSweepers
 from .filters import compile_filter
 from .vectors import IndexSpec, pack, texts_to_embed
@@ -328,6 +329,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         reads = prepared.batch.reads
         puts: dict[tuple[str, str], PutOp] = {}
         for i, op in enumerate(ops):
+            validate_op_namespace(op)  # labels: no ".", no NUL, not empty (LangGraph's rules)
             if isinstance(op, GetOp):
                 ns = namespaces.encode(op.namespace)
                 plan = GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
@@ -339,17 +341,16 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 reads.append((i, _list_plan(op)))
             elif isinstance(op, PutOp):
-                ns = namespaces.encode(op.namespace)
                 if not op.namespace:
-                    namespaces.encode(())
-                    raise ValueError("an item's namespace cannot be empty")
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                ns = namespaces.encode(op.namespace)
                 puts[(ns, namespaces.check_key(op.key))] = op
             else:
                 raise TypeError(f"unknown store operation: {type(op).__name__}")
         prepared.put_ops = list(puts.values())
         for n, op in enumerate(prepared.put_ops):
             if op.value is not None and self._index and op.index is not False:
-                value = canonical_json(op.value, depth=MAX_DEPTH)
+                value = item_value(op.namespace, op.key, op.value)
                 index = None if op.index is None else list(op.index)
                 for name, text in texts_to_embed(self._index, value, index):
                     prepared.texts.append((n, name, text))
@@ -386,9 +387,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             if op.value is None:
                 batch.puts.append(PutRow(ns, op.key, None))
                 continue
-            value = canonical_json(op.value, depth=MAX_DEPTH)
-            if not isinstance(value, dict):
-                raise TypeError(f"an item's value is a dict, not {type(op.value).__name__}")
+            value = item_value(op.namespace, op.key, op.value)
             ttl: Any = op.ttl
             if ttl is NOT_PROVIDED:
                 ttl = (self.ttl_config or {}).get("default_ttl")
