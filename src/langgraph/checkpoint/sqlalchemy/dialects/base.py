@@ -357,6 +357,10 @@ class QueryBuilder(LeaseRows, ABC):
 
     # -- the store (langgraph.store.sqlalchemy) -------------------------------------
 
+    #: The end-of-text anchor of :meth:`regexp_match`'s syntax: Python's ``\\Z`` (SQLite
+    #: runs Python's ``re``); ``$`` also matches before a final newline there and in PCRE.
+    regexp_end: ClassVar[str] = "\\Z"
+
     def regexp_match(self, column: Any, pattern: str) -> ColumnElement[bool]:
         """Condition: ``column`` matches the regular expression ``pattern`` (a bound
         parameter, written by :func:`..store.namespaces.match_pattern` for every

@@ -172,7 +172,10 @@ class SQLiteQueryBuilder(QueryBuilder):
         extensions (the store then scores in batches)."""
         if query is None or not _vec_loaded(connection):
             return None
-        return 1.0 - func.vec_distance_cosine(column, literal(query, LargeBinary))
+        # A zero vector has no cosine: NULL from sqlite-vec, 0.0 as the batch scorer says.
+        return func.coalesce(
+            1.0 - func.vec_distance_cosine(column, literal(query, LargeBinary)), 0.0
+        )
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:

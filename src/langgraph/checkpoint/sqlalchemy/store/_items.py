@@ -278,12 +278,16 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
         _driver.execute(conn, stmt, {**_driver.many_params([params], columns), **more}, key)
         return
-    _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
+    # Items first, in key order: their row locks order concurrent writers (and a TTL
+    # sweep, which locks the expired items before deleting their vectors), so that a
+    # re-put racing a sweep waits for it instead of losing its new vectors.
+    rows = sorted(rows, key=lambda r: (r.namespace, r.key))
     gone = [{"b_ns": r.namespace, "b_key": r.key} for r in rows if r.value is None]
     _each(conn, _DELETE_ITEM, gone, key)
     kept = [_item_params(row, now) for row in rows if row.value is not None]
     if kept:
         _driver.insert_rows(conn, up.items, kept, key, up.forms)
+    _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
         {"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}
         for row in rows
@@ -329,10 +333,19 @@ _REFRESH = (
 def delete_expired(conn: Connection, now: float) -> int:
     """Delete the items whose ``expires_at`` has passed, and their vectors.
 
+    The expired items are locked first (``SELECT ... FOR UPDATE``; SQLite's write
+    transaction locks the database), so that a put of one of them waits for the sweep
+    and then writes the item and its vectors anew.
+
     Returns:
         The number of items deleted.
     """
-    expired = select(items.c.namespace, items.c.key).where(items.c.expires_at <= now)
+    expired = (
+        select(items.c.namespace, items.c.key)
+        .where(items.c.expires_at <= now)
+        .order_by(items.c.namespace, items.c.key)
+        .with_for_update()
+    )
     keys = [(str(ns), str(key)) for ns, key in conn.execute(expired)]
     for ns, ks in _by_namespace(keys).items():
         for start in range(0, len(ks), PAGE):

@@ -261,6 +261,9 @@ def _vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: fl
             select(vectors.c.namespace, vectors.c.key, score)
             .join(items, joined)
             .where(*_candidates(conn, qb, plan, now))
+            # Vectors of another size (the index config's dims changed) are skipped, as
+            # the batch scorer skips them: sqlite-vec would fail the whole query.
+            .where(func.length(vectors.c.embedding) == len(plan.query_blob or b""))
             .group_by(vectors.c.namespace, vectors.c.key)
             .order_by(score.desc(), vectors.c.namespace, vectors.c.key)
         )
@@ -284,15 +287,19 @@ def _vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: fl
             out.append(hit)
             if len(out) == wanted:
                 break
+    scored = len(out)  # every scored match when fewer than ``wanted``
     out = out[plan.offset :]
     if len(out) < plan.limit:
+        # The items without vectors follow the scored ones, newest first; ``offset``
+        # counts across both, so that pages join up.
+        skip = max(0, plan.offset - scored)
         has_vector = exists().where(joined)
         stmt3 = (
             select(*_COLUMNS)
             .where(*_candidates(conn, qb, plan, now), not_(has_vector))
             .order_by(*_NEWEST)
         )
-        out.extend(_matching(conn, stmt3, plan, plan.limit - len(out)))
+        out.extend(_matching(conn, stmt3, plan, skip + plan.limit - len(out))[skip:])
     return out
 
 
@@ -357,7 +364,7 @@ def _list_namespaces(
             narrowed = namespaces.under(column, namespaces.encode(head, prefix=True))
             if narrowed is not None:
                 conditions.append(narrowed)
-        pattern = namespaces.match_pattern(cond)
+        pattern = namespaces.match_pattern(cond, qb.regexp_end)
         if pattern is not None and tuple(cond.path) != head:
             conditions.append(qb.regexp_match(column, pattern))
     base = select(column).distinct().where(*conditions).order_by(column)

@@ -137,16 +137,24 @@ def _escaped(label: str) -> str:
     return "".join("\\" + ch if ch.isascii() and not ch.isalnum() else ch for ch in label)
 
 
-_ANY = "[^" + "\\x01" + "]+"
+# The separator itself, not an escape: PostgreSQL reads ``\x01abc`` as one hexadecimal
+# escape (every hex digit that follows), so a label starting with a-f would be eaten.
+_ANY = "[^" + SEPARATOR + "]+"
 
 
-def match_pattern(condition: MatchCondition) -> str | None:
+def match_pattern(condition: MatchCondition, end: str = "\\Z") -> str | None:
     """The regular expression of a ``list_namespaces`` match condition over stored
     namespace text, or None when it constrains nothing (an empty path).
 
     ``*`` matches exactly one label, as ``InMemoryStore``'s ``_does_match``; a prefix
     condition matches the namespace or one below it, a suffix condition the namespace or
     one that ends with it.
+
+    Args:
+        condition: The match condition.
+        end: The dialect's anchor at the very end of the text
+            (:attr:`.QueryBuilder.regexp_end`; ``$`` also matches before a final newline
+            in Python's and PCRE's syntax, and labels may end with one).
 
     Raises:
         ValueError: Not a ``"prefix"`` or ``"suffix"`` condition.
@@ -160,10 +168,10 @@ def match_pattern(condition: MatchCondition) -> str | None:
     for label in path:
         if not isinstance(label, str) or SEPARATOR in label:
             raise InvalidNamespaceError(f"Invalid label {label!r} in match condition {path}")
-    body = "\\x01".join(_ANY if label == "*" else _escaped(label) for label in path)
+    body = SEPARATOR.join(_ANY if label == "*" else _escaped(label) for label in path)
     if condition.match_type == "prefix":
-        return "^" + body + "(\\x01|$)"
-    return "(^|\\x01)" + body + "$"
+        return "^" + body + "(" + SEPARATOR + "|" + end + ")"
+    return "(^|" + SEPARATOR + ")" + body + end
 
 
 def compiled(pattern: str) -> re.Pattern[str]:
