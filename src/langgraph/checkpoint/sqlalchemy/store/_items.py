@@ -208,6 +208,7 @@ class _Upserts:
 
     items: Any
     vectors: Any
+    copies: Any
     forms: dict[Any, Any] = field(default_factory=dict)
     combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
@@ -221,6 +222,8 @@ def _upserts(qb: QueryBuilder) -> _Upserts:
         found = _UPSERTS[type(qb)] = _Upserts(
             qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"]),
             qb.upsert(vectors, ["embedding"]),
+            # load_items: an item copied over one the target has takes its creation time.
+            qb.upsert(items, ["value", "created_at", "updated_at", "expires_at", "ttl_minutes"]),
         )
     return found
 
@@ -238,7 +241,10 @@ def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
     """Whether :func:`put_rows` writes ``rows`` in one statement, atomic on its own (no
     transaction needed): one item without vectors, where the dialect runs the vectors'
     delete in the upsert's ``WITH`` clause (PostgreSQL: one round trip a put)."""
-    return qb.dml_in_cte and len(rows) == 1 and rows[0].value is not None and not rows[0].vectors
+    if not qb.dml_in_cte or len(rows) != 1:
+        return False
+    row = rows[0]
+    return row.value is not None and not row.vectors and row.created_at is None
 
 
 def _item_params(row: PutRow, now: float) -> dict[str, Any]:
@@ -286,7 +292,8 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
     _each(conn, _DELETE_ITEM, gone, key)
     kept = [_item_params(row, now) for row in rows if row.value is not None]
     if kept:
-        _driver.insert_rows(conn, up.items, kept, key, up.forms)
+        copies = any(row.created_at is not None for row in rows)
+        _driver.insert_rows(conn, up.copies if copies else up.items, kept, key, up.forms)
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
         {"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}
