@@ -11,7 +11,8 @@ dialect:
   matches the value's (recursively; the value's other keys are free); ``None`` matches an
   explicit ``null`` and a missing key;
 * a dict of operators (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) applies
-  each: ``$eq``/``$ne`` compare whole JSON values (``$ne`` also matches a missing key);
+  each: ``$eq``/``$ne`` compare whole JSON values, a missing key reading as ``None``
+  (``$ne`` matches it unless the bound is ``None``);
   the order comparisons compare numbers with numbers and strings with strings (by code
   point), and no other pair matches (``InMemoryStore`` raises, or reads ``"5"`` as 5).
 
@@ -98,10 +99,11 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _operator(value: Any, operator: str, bound: Any) -> bool:
-    if operator == "$eq":
-        return value is not _MISSING and json_equal(value, bound)
-    if operator == "$ne":
-        return value is _MISSING or not json_equal(value, bound)
+    if operator in ("$eq", "$ne"):
+        # A missing key reads as None, as InMemoryStore's ``value.get(key)``: {"$eq": None}
+        # matches it, {"$ne": None} does not, {"$ne": x} does.
+        same = json_equal(None if value is _MISSING else value, bound)
+        return same if operator == "$eq" else not same
     return value is not _MISSING and _ordered(value, operator, bound)
 
 
