@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from langgraph.store.base import GetOp, InvalidNamespaceError, validate_op_namespace
+
 from .._canonical import MAX_DEPTH, canonical_json
 from . import namespaces
 from ._items import PutRow
@@ -90,7 +92,17 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
     for item in chunk:
         ns = namespaces.encode(item.namespace)
         key = (ns, namespaces.check_key(item.key))
+        if not item.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        validate_op_namespace(GetOp(tuple(item.namespace), item.key))
         value = item_value(item.namespace, item.key, item.value)
+        if item.ttl_minutes is not None and not (
+            isinstance(item.ttl_minutes, (int, float)) and 0 < item.ttl_minutes < float("inf")
+        ):
+            raise ValueError(
+                f"item {item.key!r} in {tuple(item.namespace)}: ttl_minutes must be a "
+                f"number > 0 or None, not {item.ttl_minutes!r}"
+            )
         rows[key] = PutRow(
             ns,
             key[1],
@@ -106,13 +118,13 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
         dims = index.dims
         given = item.vectors or {}
         if given and all(len(v) == dims for v in given.values()):
-            kept[key] = [(f, pack(v, dims)) for f, v in given.items()]
+            kept[key] = [(field_name(f), pack(v, dims)) for f, v in given.items()]
         else:
             to_embed.extend((key, f, t) for f, t in texts_to_embed(index, value, None))
     if to_embed and index is not None:
         vectors = index.embeddings.embed_documents([t for _, _, t in to_embed])
         for (key, f, _), v in zip(to_embed, vectors, strict=False):
-            kept.setdefault(key, []).append((f, pack(v, index.dims)))
+            kept.setdefault(key, []).append((field_name(f), pack(v, index.dims)))
     final = [
         PutRow(
             r.namespace,

@@ -382,6 +382,9 @@ def _truncated(
     most), so that a million namespaces under ``("users",)`` cost one row at depth 1."""
     assert plan.max_depth is not None
     depth = max(plan.max_depth, 0)
+    if depth == 0:  # every namespace truncates to (): one row tells whether any exists
+        first = conn.execute(base.limit(1)).first()
+        return [()] if first is not None and plan.offset == 0 else []
     out: list[tuple[str, ...]] = []
     last: tuple[str, ...] | None = None
     skipped = 0

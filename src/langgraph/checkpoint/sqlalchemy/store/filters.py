@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Dialect
 
-from .._canonical import MAX_DEPTH, canonical_json
+from .._canonical import MAX_DEPTH, MAX_FILTER_KEYS, canonical_json
 from ..dialects import QueryBuilder
 
 __all__ = ["OPERATORS", "Filter", "compile_filter", "json_equal"]
@@ -155,6 +155,11 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
         return Filter((), (), True)
     if not isinstance(spec, Mapping):
         raise TypeError(f"a search filter is a dict, not {type(spec).__name__}")
+    if len(spec) > MAX_FILTER_KEYS:
+        raise ValueError(
+            f"a search filter has {len(spec)} keys; the store takes at most "
+            f"{MAX_FILTER_KEYS} (SQLite refuses a query with about 1,000 conditions)"
+        )
     items: list[tuple[str, Any]] = []
     equalities: list[tuple[str, Any]] = []
     exact = True

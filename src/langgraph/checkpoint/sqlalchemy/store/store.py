@@ -54,7 +54,7 @@ from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
 from ._loading import StoredItem, item_value, load_rows, seconds
 from ._sweeper import TTLSweepers
 from .filters import compile_filter
-from .vectors import IndexSpec, pack, texts_to_embed
+from .vectors import IndexSpec, field_name, pack, texts_to_embed
 
 __all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]
 
@@ -381,7 +381,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         assert self._index is not None or not prepared.texts
         for (n, name, _), vector in zip(prepared.texts, embedded, strict=False):
             assert self._index is not None
-            per_put.setdefault(n, []).append((name[:150], pack(vector, self._index.dims)))
+            per_put.setdefault(n, []).append((field_name(name), pack(vector, self._index.dims)))
         for n, op in enumerate(prepared.put_ops):
             ns = namespaces.encode(op.namespace)
             if op.value is None:
@@ -458,9 +458,14 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         return len(rows)
 
 
+#: Largest ``limit``/``offset``/``max_depth`` accepted: what every dialect binds as an
+#: integer (a 64-bit one overflows SQLite and PostgreSQL's LIMIT).
+MAX_COUNT = 2**31 - 1
+
+
 def _count(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{name} must be an integer from 0 to {MAX_COUNT}, not {value!r}")
     return value
 
 

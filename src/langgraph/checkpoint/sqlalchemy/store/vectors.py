@@ -26,7 +26,25 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-__all__ = ["IndexSpec", "cosine_scores", "pack", "texts_to_embed", "unpack"]
+from .tables import FIELD_MAX_LENGTH
+
+__all__ = ["IndexSpec", "cosine_scores", "field_name", "pack", "texts_to_embed", "unpack"]
+
+
+def field_name(name: str) -> str:
+    """An embedded field's name (``path`` or ``path.i``) checked against the column.
+
+    Raises:
+        ValueError: Longer than :data:`.tables.FIELD_MAX_LENGTH` characters (names that
+            only differed past it would collide).
+    """
+    if len(name) > FIELD_MAX_LENGTH:
+        raise ValueError(
+            f"the indexed field {name[:40]!r}... is {len(name)} characters long; the store "
+            f"keeps field paths of at most {FIELD_MAX_LENGTH}. Index a shorter path."
+        )
+    return name
+
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
