@@ -15,7 +15,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, validate_op_names
 from .._canonical import MAX_DEPTH, canonical_json
 from . import namespaces
 from ._items import PutRow
-from .vectors import IndexSpec, pack, texts_to_embed
+from .vectors import IndexSpec, field_name, pack, texts_to_embed
 
 __all__ = ["StoredItem", "item_value", "load_rows", "seconds"]
 
