@@ -3,6 +3,10 @@ saver and the official savers, interleaved in this process, print the ratios, wr
 
 ``python -m benchmarks --scale [--quick] [--scale-max N]``: stores of growing sizes, each
 operation timed at each size, side by side (:mod:`.scale`).
+
+``python -m benchmarks --store [--quick]``: only the long-term memory store workloads,
+``SQLAlchemyStore`` beside ``SqliteStore`` and ``PostgresStore`` (:mod:`.store`); the plain
+run ends with them (``--no-store`` skips them).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 from .backends import DIALECTS, Servers
 from .report import build_rows, environment, markdown_section, old_section, print_table, update_doc
@@ -56,7 +61,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale-max", type=int, metavar="N", help="with --scale: stop at N checkpoints"
     )
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="only the store workloads (SQLAlchemyStore beside SqliteStore and PostgresStore); "
+        "JSON benchmarks/results/store.json",
+    )
+    parser.add_argument(
+        "--no-store", action="store_true", help="the plain run without its store workloads"
+    )
     args = parser.parse_args(argv)
+    if args.store:
+        return run_store(args)
     if args.scale:
         from .scale import run_scale
 
@@ -108,6 +124,58 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
         print(f"Markdown: {DOC}")
+    if not args.no_store:
+        # Written first: the store run cannot lose the checkpoint figures.
+        result["store"] = run_store_part(args, dialects)
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+        print(f"JSON (with the store workloads): {args.out}")
+    return 0
+
+
+def run_store_part(args: argparse.Namespace, dialects: tuple[str, ...]) -> dict[str, Any]:
+    """The store workloads (:mod:`.store`): print their table, rewrite their doc section
+    with ``--markdown``; return their JSON."""
+    from . import store
+
+    sizes = store.QUICK if args.quick else store.FULL
+    if args.repeats:
+        sizes = dataclasses.replace(sizes, repeats=args.repeats)
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    log(f"store benchmark: {'quick' if args.quick else 'full'}, dialects {', '.join(dialects)}")
+    servers = Servers(dialects)
+    try:
+        env = environment(servers.server_versions())
+        part, rows = store.run(servers, dialects, sizes, log)
+    finally:
+        servers.close()
+    command = "python -m benchmarks" + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else "")
+    result = {
+        "command": command,
+        "started": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "quick": args.quick,
+        "environment": env,
+        **part,
+    }
+    store.print_result(result, rows)
+    if args.markdown:
+        store.update_doc(DOC, store.markdown_section(result, rows))
+        print(f"Markdown (store section): {DOC}")
+    return result
+
+
+def run_store(args: argparse.Namespace) -> int:
+    """The ``--store`` command: the store workloads alone, JSON of their own."""
+    dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))
+    logging.getLogger("asyncmy").setLevel(logging.ERROR)
+    result = run_store_part(args, dialects)
+    out = args.out or os.path.join(ROOT, "benchmarks", "results", "store.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    print(f"JSON: {out}")
     return 0
 
 

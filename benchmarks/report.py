@@ -32,7 +32,7 @@ PACKAGES = (
     "asyncmy",
 )
 
-THROUGHPUT = ("ckpt/s", "calls/s", "invokes/s", "cycles/s")
+THROUGHPUT = ("ckpt/s", "calls/s", "invokes/s", "cycles/s", "items/s")
 #: Label of the SQLite rows where the official saver runs at our ``synchronous``
 #: setting (NORMAL in WAL mode: a commit does not wait for fsync), so that both savers'
 #: commits make the same durability promise.
