@@ -163,13 +163,20 @@ def open_store(impl: str, place: Place, *, vectors: bool = False) -> Iterator[Ba
             yield pg_store
 
 
-def fill(store: BaseStore, items: int, users: int, *, batch: int = 500) -> float:
+def fill(
+    store: BaseStore, items: int, users: int, *, vectors: bool = False, batch: int = 500
+) -> float:
     """Put ``items`` memories through the store's own ``batch`` (``batch`` puts a call),
-    oldest first; returns items a second (embedding included when the store has an index)."""
+    oldest first; returns items a second (embedding included with ``vectors``).
+
+    With ``vectors`` each put names its field (``index=["text"]``): ``SqliteStore``
+    3.1 embeds the whole value (field ``"$"``) for a put that leaves ``index`` to the
+    store's config, whatever its ``fields`` say."""
+    index = ["text"] if vectors else None
     t = time.perf_counter()
     for start in range(0, items, batch):
         ops = [
-            PutOp(namespace(i, users), f"m-{i:06d}", memory(i))
+            PutOp(namespace(i, users), f"m-{i:06d}", memory(i), index=index)
             for i in range(start, min(items, start + batch))
         ]
         store.batch(ops)
@@ -255,6 +262,7 @@ def vector_search(store: BaseStore, calls: int) -> float:
     return ms
 
 
-def top_keys(store: BaseStore) -> list[str]:
-    """The keys of the best match of each query (untimed: compared across stores)."""
-    return [store.search((USERS_NS,), query=q, limit=1)[0].key for q in QUERIES]
+def top_scores(store: BaseStore) -> list[float]:
+    """The score of the best match of each query (untimed: compared across stores; the
+    keys may differ where memories tie)."""
+    return [store.search((USERS_NS,), query=q, limit=1)[0].score or 0.0 for q in QUERIES]
