@@ -1,11 +1,14 @@
-"""A durable LangGraph tool-calling agent whose checkpoints live in a SQL database.
+"""A durable LangGraph tool-calling agent whose checkpoints and memories live in a SQL
+database.
 
 Run ``python examples/agent.py``. The script starts copies of itself as separate
 processes, so everything a later step "remembers" must have come from the database:
 
 (a) conversation memory across processes, (b) human approval of a sensitive tool
 call with ``interrupt()`` / ``Command(resume=...)``, (c) time travel: fork a thread
-from an earlier checkpoint, (d) what the saver stores.
+from an earlier checkpoint, (d) what the saver stores, (e) long-term memory across
+threads: the agent writes what it learns about the user to a ``SQLAlchemyStore`` in
+the same database, and a new thread finds it with ``search``.
 
 The chat model is a deterministic fake: no network, no API key. Set
 ``LANGGRAPH_CHECKPOINT_URL`` to any SQLAlchemy URL (default: a SQLite file in the
@@ -21,12 +24,19 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
@@ -34,9 +44,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 DB_URL = os.environ.get(
     "LANGGRAPH_CHECKPOINT_URL", f"sqlite:///{Path.cwd() / 'checkpoints.sqlite'}"
@@ -46,6 +59,25 @@ DB_URL = os.environ.get(
 def open_saver(url: str) -> SQLAlchemySaver:
     """Return the checkpoint saver for ``url``; use it as ``with open_saver(url) as saver``."""
     return SQLAlchemySaver.from_conn_string(url)
+
+
+def open_store(url: str) -> SQLAlchemyStore:
+    """Return the long-term memory store for ``url`` (the saver's database: it shares the
+    saver's engines); use it as ``with open_store(url) as store``."""
+    return SQLAlchemyStore.from_conn_string(url)
+
+
+@dataclass
+class UserContext:
+    """Who the agent talks to (``graph.invoke(..., context=UserContext("ada-1"))``):
+    memories are kept per user, across all of the user's threads."""
+
+    user_id: str
+
+
+def memories_of(user_id: str) -> tuple[str, ...]:
+    """The store namespace of a user's memories."""
+    return ("memories", user_id)
 
 
 # --- tools --------------------------------------------------------------------------
@@ -108,6 +140,11 @@ class ScriptedChatModel(BaseChatModel):
                     found := re.search(r"my name is (\w+)", str(message.content), re.IGNORECASE)
                 ):
                     return AIMessage(content=f"Your name is {found[1]}.")
+            for message in messages:  # else from the long-term memories the agent was given
+                if isinstance(message, SystemMessage) and (
+                    found := re.search(r"The user's name is (\w+)", str(message.content))
+                ):
+                    return AIMessage(content=f"Your name is {found[1]}, I remember you.")
             return AIMessage(content="I don't know your name.")
         return AIMessage(content="I can check the weather or book a table.")
 
@@ -116,24 +153,37 @@ def _call(name: str, args: dict[str, str], call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
-Graph = CompiledStateGraph[Any]
+Graph = CompiledStateGraph[Any, UserContext, Any, Any]
 
 
-def build_graph(saver: BaseCheckpointSaver[Any]) -> Graph:
-    """agent -> (tools -> agent)* -> END, checkpointed by ``saver`` after every step."""
+def build_graph(saver: BaseCheckpointSaver[Any], store: BaseStore) -> Graph:
+    """agent -> (tools -> agent)* -> END, checkpointed by ``saver`` after every step; the
+    agent keeps what it learns about the user in ``store`` (``runtime.store``)."""
     tools = [get_weather, book_table]
     model = ScriptedChatModel().bind_tools(tools)
 
-    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [model.invoke(state["messages"])]}
+    def agent(state: MessagesState, runtime: Runtime[UserContext]) -> dict[str, list[BaseMessage]]:
+        messages = state["messages"]
+        if runtime.context is None or runtime.store is None:  # e.g. a time-travel replay
+            return {"messages": [model.invoke(messages)]}
+        namespace = memories_of(runtime.context.user_id)
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and (
+            found := re.search(r"my name is (\w+)", str(last.content), re.IGNORECASE)
+        ):  # something worth remembering beyond this thread: write it to the store
+            fact = {"kind": "profile", "text": f"The user's name is {found[1]}."}
+            runtime.store.put(namespace, "name", fact)
+        known = runtime.store.search(namespace, filter={"kind": "profile"}, limit=5)
+        notes = [SystemMessage(" ".join(item.value["text"] for item in known))] if known else []
+        return {"messages": [model.invoke([*notes, *messages])]}
 
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(MessagesState, context_schema=UserContext)
     builder.add_node("agent", agent)
     builder.add_node("tools", ToolNode(tools))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
-    return builder.compile(checkpointer=saver)
+    return builder.compile(checkpointer=saver, store=store)
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -163,15 +213,16 @@ def last_text(graph: Graph, config: RunnableConfig) -> str:
 # --- the steps, each run in its own process -----------------------------------------
 
 
-def turn_1(graph: Graph, saver: BaseCheckpointSaver[Any], chat: str) -> None:
+def turn_1(graph: Graph, saver: BaseCheckpointSaver[Any], chat: str, user: str) -> None:
     question = "My name is Ada. What's the weather in Paris?"
-    graph.invoke({"messages": [HumanMessage(question)]}, thread(chat))
+    graph.invoke({"messages": [HumanMessage(question)]}, thread(chat), context=UserContext(user))
     show(graph.get_state(thread(chat)).values["messages"])
     expect("Paris" in last_text(graph, thread(chat)), "turn 1 did not report the weather")
 
 
-def turn_2(graph: Graph, saver: BaseCheckpointSaver[Any], chat: str) -> None:
-    graph.invoke({"messages": [HumanMessage("What is my name?")]}, thread(chat))
+def turn_2(graph: Graph, saver: BaseCheckpointSaver[Any], chat: str, user: str) -> None:
+    question = {"messages": [HumanMessage("What is my name?")]}
+    graph.invoke(question, thread(chat), context=UserContext(user))
     show(graph.get_state(thread(chat)).values["messages"])
     expect(last_text(graph, thread(chat)) == "Your name is Ada.", "turn 2 forgot turn 1")
 
@@ -233,6 +284,30 @@ def show_storage(graph: Graph, saver: BaseCheckpointSaver[Any], *thread_ids: str
         )
 
 
+def recall(graph: Graph, saver: BaseCheckpointSaver[Any], new_chat: str, user: str) -> None:
+    """A new thread of the same user: no message of turn 1 is in its state, but the
+    memory the agent wrote to the store then is found by ``search``."""
+    assert graph.store is not None
+    namespace = memories_of(user)
+    found = graph.store.search(namespace, filter={"kind": "profile"})
+    print(f"    store.search({namespace}, filter={{'kind': 'profile'}}):")
+    for item in found:
+        print(f"      {item.key}: {item.value} (updated {item.updated_at:%H:%M:%S})")
+    expect(
+        [item.value["text"] for item in found] == ["The user's name is Ada."],
+        "the memory written in turn 1 is not in the store",
+    )
+    question = {"messages": [HumanMessage("What is my name?")]}
+    graph.invoke(question, thread(new_chat), context=UserContext(user))
+    messages = graph.get_state(thread(new_chat)).values["messages"]
+    show(messages)
+    expect(len(messages) == 2, "the new thread was not new")
+    expect(
+        messages[-1].content == "Your name is Ada, I remember you.",
+        "the new thread did not recall the name from the store",
+    )
+
+
 STEPS: dict[str, Callable[..., None]] = {
     "turn-1": turn_1,
     "turn-2": turn_2,
@@ -240,6 +315,7 @@ STEPS: dict[str, Callable[..., None]] = {
     "approve": approve,
     "time-travel": time_travel,
     "show-storage": show_storage,
+    "recall": recall,
 }
 
 
@@ -252,16 +328,17 @@ def run_step(step: str, *args: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1:  # a child process: run one step against the database
-        with open_saver(DB_URL) as saver:
+        with open_saver(DB_URL) as saver, open_store(DB_URL) as store:
             saver.setup()  # idempotent: creates or migrates the tables
-            STEPS[sys.argv[1]](build_graph(saver), saver, *sys.argv[2:])
+            store.setup()  # the same migrations (one history): a no-op after the saver's
+            STEPS[sys.argv[1]](build_graph(saver, store), saver, *sys.argv[2:])
         return
-    run = uuid.uuid4().hex[:8]  # fresh thread ids: re-running never depends on old data
-    chat, booking = f"chat-{run}", f"booking-{run}"
+    run = uuid.uuid4().hex[:8]  # fresh ids: re-running never depends on old data
+    chat, booking, user = f"chat-{run}", f"booking-{run}", f"ada-{run}"
     print("Checkpoint database:", re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", DB_URL))
     print("\n(a) conversation memory across processes")
-    run_step("turn-1", chat)
-    run_step("turn-2", chat)
+    run_step("turn-1", chat, user)
+    run_step("turn-2", chat, user)
     print("\n(b) human approval")
     run_step("book", booking)
     run_step("approve", booking)
@@ -269,6 +346,8 @@ def main() -> None:
     run_step("time-travel", chat)
     print("\n(d) what is stored")
     run_step("show-storage", chat, booking)
+    print("\n(e) long-term memory across threads (the store)")
+    run_step("recall", f"chat-2-{run}", user)
     print("\nAll checks passed.")
 
 
