@@ -15,7 +15,7 @@ import gc
 import sqlite3
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -247,7 +247,7 @@ class StoreBench:
     def _alternate(
         self,
         places: dict[tuple[str, str], Place],
-        plan: list[tuple[str, Callable[[Any], float]]],
+        plan: Sequence[tuple[str, Callable[[Any], float]]],
         *,
         vectors: bool,
     ) -> None:
