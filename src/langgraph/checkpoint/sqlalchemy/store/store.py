@@ -439,7 +439,9 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
             The number of items written.
 
         Raises:
-            As :meth:`batch` for bad namespaces, keys and values.
+            InvalidNamespaceError: As :meth:`batch`, for a bad namespace.
+            TypeError: As :meth:`batch`, for a key or value that is not JSON.
+            ValueError: As :meth:`batch`, for a bad value or embedding.
         """
         written = 0
         chunk: list[StoredItem] = []
