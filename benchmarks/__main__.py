@@ -143,6 +143,7 @@ def run_store_part(args: argparse.Namespace, dialects: tuple[str, ...]) -> dict[
         sizes = dataclasses.replace(sizes, repeats=args.repeats)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
+    load = [os.getloadavg()[0]]
     log(f"store benchmark: {'quick' if args.quick else 'full'}, dialects {', '.join(dialects)}")
     servers = Servers(dialects)
     try:
@@ -157,6 +158,8 @@ def run_store_part(args: argparse.Namespace, dialects: tuple[str, ...]) -> dict[
         "wall_seconds": round(time.perf_counter() - t0, 1),
         "quick": args.quick,
         "environment": env,
+        "python_executable": sys.executable,
+        "load_average": [round(x, 2) for x in [*load, os.getloadavg()[0]]],
         **part,
     }
     store.print_result(result, rows)
@@ -167,7 +170,19 @@ def run_store_part(args: argparse.Namespace, dialects: tuple[str, ...]) -> dict[
 
 
 def run_store(args: argparse.Namespace) -> int:
-    """The ``--store`` command: the store workloads alone, JSON of their own."""
+    """The ``--store`` command: the store workloads alone, JSON of their own (with
+    ``--render JSON``: run nothing, rebuild the table of a saved store run)."""
+    if args.render:
+        from . import store
+
+        with open(args.render, encoding="utf-8") as f:
+            saved = json.load(f)
+        rows = store.rebuild_rows(saved)
+        store.print_result(saved, rows)
+        if args.markdown:
+            store.update_doc(DOC, store.markdown_section(saved, rows))
+            print(f"Markdown (store section): {DOC}")
+        return 0
     dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))
     logging.getLogger("asyncmy").setLevel(logging.ERROR)
     result = run_store_part(args, dialects)

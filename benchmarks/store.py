@@ -302,6 +302,12 @@ def build_rows(
     return rows
 
 
+def rebuild_rows(result: dict[str, Any]) -> list[Row]:
+    """The rows of a saved run (its raw figures) with the current targets."""
+    raw = {(r["metric"], r["dialect"], r["mode"], r["impl"]): r["values"] for r in result["raw"]}
+    return build_rows(raw, StoreSizes(**result["sizes"]), tuple(result["dialects"]))
+
+
 def result_dict(bench: StoreBench, rows: list[Row]) -> dict[str, Any]:
     return {
         "sizes": asdict(bench.s),
@@ -348,9 +354,12 @@ END = "<!-- store-results:end -->"
 
 def markdown_section(result: dict[str, Any], rows: list[Row]) -> str:
     env = result["environment"]
+    load = result.get("load_average")
     head = (
         f"Run {result['started']} with `{result['command']}` in {result['wall_seconds']:.0f} s "
-        f"(repeats: {result['sizes']['repeats']}; commit {env['commit']}; {env['nproc']} CPUs; "
+        f"(repeats: {result['sizes']['repeats']}; commit {env['commit']}; {env['nproc']} CPUs"
+        + (f", load average {load[0]:.1f} at start, {load[1]:.1f} at end" if load else "")
+        + f"; Python {env['python']}; "
         + ", ".join(f"{k} {v}" for k, v in env["servers"].items())
         + ")."
     )
