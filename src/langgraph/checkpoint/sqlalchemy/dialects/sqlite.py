@@ -471,7 +471,7 @@ def _vec_loaded(connection: Connection) -> bool:
                 loaded = True
             finally:
                 dbapi.enable_load_extension(False)  # type: ignore[union-attr]
-        except (ImportError, AttributeError, sqlite3.Error):
+        except Exception:  # no package, no extension loading, or its own DBAPI error
             loaded = False
         info["lgsa_sqlite_vec"] = loaded
     return bool(loaded)
