@@ -305,13 +305,6 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         _driver.insert_rows(conn, up.vectors, new_vectors, key, up.forms)
 
 
-def _grouped(rows: Iterable[PutRow]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = defaultdict(list)
-    for row in rows:
-        out[row.namespace].append(row.key)
-    return out
-
-
 # -- TTL and statistics ---------------------------------------------------------------
 
 

@@ -10,7 +10,6 @@ runs with its own operator (:meth:`.QueryBuilder.regexp_match`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -172,8 +171,3 @@ def match_pattern(condition: MatchCondition, end: str = "\\Z") -> str | None:
     if condition.match_type == "prefix":
         return "^" + body + "(" + SEPARATOR + "|" + end + ")"
     return "(^|" + SEPARATOR + ")" + body + end
-
-
-def compiled(pattern: str) -> re.Pattern[str]:
-    """``pattern`` for Python's ``re`` (SQLite's ``REGEXP`` function)."""
-    return re.compile(pattern)
