@@ -32,8 +32,6 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from functools import partial
-from types import TracebackType
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -52,15 +50,13 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import _codec, _metaindex, _ops, _plans, _shared, _strict, migrate
+from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
-from ._door import Access, access_options
-from ._engines import engine_pair, resolve_urls
-from ._loops import Runner
+from ._door import Access
+from ._engines import resolve_urls
+from ._lifecycle import EngineOwner, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
-from ._shared import SharedDoors
-from .dialects import query_builder
 
 __all__ = ["SQLAlchemySaver"]
 
@@ -82,7 +78,7 @@ _Writes = Sequence[tuple[str, Any]]
 LIST_PAGE_SIZE = 100
 
 
-class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
+class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpoint saver on any SQLAlchemy engine: SQLite, PostgreSQL, MySQL.
 
     Implements the ``BaseCheckpointSaver`` contract of ``langgraph-checkpoint`` 4 (get_tuple,
@@ -212,21 +208,9 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         if strict_decode is None:
             strict_decode = is_strict
         self.strict = is_strict
-        # Set by from_conn_string on the instance before __init__: the shared engines.
-        shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
-        if shared is None:
-            engine, async_engine, owned = engine_pair(engine, async_engine)
-        else:
-            engine, async_engine = shared.engine, shared.async_engine
-            owned = [engine, async_engine]  # disposed when the last of its savers closes
-        self.schema = schema
-        self.engine = engine
-        self.async_engine = async_engine
-        self._qb = qb = query_builder(engine.dialect.name)
-        options = access_options(qb, schema)
-        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
-        self._doors.retry_timeout = retry_timeout
-        self._st = _ops.statements_for(qb)
+        # Engines: the shared pair from_conn_string set on the instance, or those given.
+        wire(self, engine, async_engine, schema, retry_timeout)
+        self._st = _ops.statements_for(self._qb)
         self._codec = _codec.Codec(
             self.serde,
             self._st,
@@ -369,10 +353,7 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
                 package (a revision it does not know): upgrade the package.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        connect = self._doors.sync.connect
-        read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
-        self._doors.call(migrate.to_head, read, write, self.schema)
-        self._doors.schema_checked = True
+        self._migrate()
         # Index rows for every key another process registered (reindex_metadata), so
         # that this writer keeps them complete whatever its metadata_index_keys.
         self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
@@ -400,28 +381,6 @@ class SQLAlchemySaver(OperatorMethods, BaseCheckpointSaver[str]):
         runs). Any thread and loop may call it."""
         self._codec.values.clear()
         await self._doors.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- the saver contract: each sync method beside its async twin, one plan for both ----
 

@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from functools import partial
-from types import TracebackType
 from typing import Any
 
 from langgraph.store.base import (
@@ -42,13 +40,11 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .. import _shared, migrate
-from .._door import Access, access_options
-from .._engines import engine_pair, resolve_urls
-from .._loops import Runner
+from .. import _shared
+from .._door import Access
+from .._engines import resolve_urls
+from .._lifecycle import EngineOwner, wire
 from .._retry import RETRY_TIMEOUT
-from .._shared import SharedDoors
-from ..dialects import query_builder
 from . import _items, _reads, namespaces
 from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
 from ._loading import StoredItem, item_value, load_rows, seconds
@@ -76,7 +72,7 @@ class _Prepared:
         self.put_ops: list[PutOp] = []
 
 
-class SQLAlchemyStore(TTLSweepers, BaseStore):
+class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     """LangGraph's ``BaseStore`` (long-term memory) on SQLite, PostgreSQL and MySQL/MariaDB.
 
     Items are JSON documents under a namespace and key; ``search`` filters them in the
@@ -135,19 +131,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         self.index_config = index
         self.ttl_config = ttl
         self._clock = clock or _utc_now
-        shared: SharedDoors | None = self.__dict__.pop("_pending_shared", None)
-        if shared is None:
-            engine, async_engine, owned = engine_pair(engine, async_engine)
-        else:
-            engine, async_engine = shared.engine, shared.async_engine
-            owned = [engine, async_engine]
-        self.schema = schema
-        self.engine = engine
-        self.async_engine = async_engine
-        self._qb = qb = query_builder(engine.dialect.name)
-        options = access_options(qb, schema)
-        self._doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
-        self._doors.retry_timeout = retry_timeout
+        wire(self, engine, async_engine, schema, retry_timeout)
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         self._asweeper: asyncio.Task[None] | None = None
@@ -209,10 +193,7 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
                 package.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        connect = self._doors.sync.connect
-        read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
-        self._doors.call(migrate.to_head, read, write, self.schema)
-        self._doors.schema_checked = True
+        self._migrate()
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
@@ -229,28 +210,6 @@ class SQLAlchemyStore(TTLSweepers, BaseStore):
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper(timeout=1.0)
         await self._doors.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- the BaseStore contract ------------------------------------------------------
 
