@@ -1,0 +1,620 @@
+"""The BaseStore contract of ``SQLAlchemyStore`` on every backend, through the sync and
+the async methods (``store_door``): get/put/delete, batches, search, list_namespaces,
+validation, hostile and Unicode strings, vector search, a store beside a saver."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    PutOp,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore
+
+from langgraph.store.sqlalchemy import SQLAlchemyStore
+
+from .conftest import Clock, HashEmbeddings, StoreDoor
+
+INDEX_FIELDS = ["text"]
+
+
+def index_config(fields: list[str] | None = None) -> dict[str, Any]:
+    return {"dims": 16, "embed": HashEmbeddings(16), "fields": fields or INDEX_FIELDS}
+
+
+def keys(items: list[Any]) -> list[tuple[tuple[str, ...], str]]:
+    return [(tuple(i.namespace), i.key) for i in items]
+
+
+# -- get / put / delete ----------------------------------------------------------------
+
+
+async def test_put_get_delete(store_door: StoreDoor) -> None:
+    ns = ("users", "u1")
+    assert await store_door.get(ns, "k") is None
+    await store_door.put(ns, "k", {"name": "Ada", "n": 1, "tags": ["a"], "d": {"x": None}})
+    item = await store_door.get(ns, "k")
+    assert item is not None
+    assert item.namespace == ns and item.key == "k"
+    assert item.value == {"name": "Ada", "n": 1, "tags": ["a"], "d": {"x": None}}
+    assert item.created_at.tzinfo is not None and item.updated_at >= item.created_at
+    assert await store_door.get(ns, "other") is None
+    assert await store_door.get(("users",), "k") is None  # not a prefix lookup
+    await store_door.delete(ns, "k")
+    assert await store_door.get(ns, "k") is None
+    await store_door.delete(ns, "k")  # deleting a missing item is fine
+    await store_door.delete(("never",), "k")
+
+
+async def test_put_none_deletes(store_door: StoreDoor) -> None:
+    await store_door.put(("a",), "k", {"v": 1})
+    await store_door.put(("a",), "k", None)  # type: ignore[arg-type]
+    assert await store_door.get(("a",), "k") is None
+    assert await store_door.search(("a",)) == []
+    assert await store_door.list_namespaces() == []
+
+
+async def test_overwrite_keeps_created_at(store_factory: Any, mode: str, clock: Clock) -> None:
+    door = StoreDoor(store_factory(clock=clock), mode)
+    t0 = clock.now
+    await door.put(("a",), "k", {"v": 1, "old": True})
+    first = await door.get(("a",), "k")
+    assert first.created_at == t0 and first.updated_at == t0
+    t1 = clock.advance(seconds=90)
+    await door.put(("a",), "k", {"v": 2})
+    second = await door.get(("a",), "k")
+    assert second.value == {"v": 2}  # replaced, not merged
+    assert second.created_at == t0
+    assert second.updated_at == t1
+    # put after a delete is a new item
+    await door.delete(("a",), "k")
+    t2 = clock.advance(seconds=1)
+    await door.put(("a",), "k", {"v": 3})
+    third = await door.get(("a",), "k")
+    assert third.created_at == t2 == third.updated_at
+
+
+async def test_empty_value_and_nul_strings(store_door: StoreDoor) -> None:
+    await store_door.put(("a",), "empty", {})
+    assert (await store_door.get(("a",), "empty")).value == {}
+    await store_door.put(("a",), "nul", {"s": "a\x00b", "l": ["\x00"], "d": {"k\x00": "v"}})
+    got = (await store_door.get(("a",), "nul")).value
+    assert got["s"] == "ab" and got["l"] == [""]
+    assert "\x00" not in repr(got)
+
+
+# -- batch -------------------------------------------------------------------------------
+
+
+def _batch_ops() -> list[Any]:
+    return [
+        GetOp(("b",), "x"),
+        PutOp(("b",), "x", {"v": 1}),
+        GetOp(("b",), "x"),  # still the state before the batch
+        SearchOp(("b",), limit=50),
+        ListNamespacesOp(match_conditions=(), limit=50),
+        PutOp(("b",), "x", {"v": 2}),  # last put of a key wins
+        PutOp(("b",), "gone", None),
+        PutOp(("b",), "new", {"v": 3}),
+        PutOp(("b",), "new", None),  # put then delete: deleted
+        PutOp(("c",), "y", None),
+        PutOp(("c",), "y", {"v": 4}),  # delete then put: kept
+        GetOp(("b",), "gone"),
+    ]
+
+
+def _summary(results: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for r in results:
+        if isinstance(r, list):
+            out.append(
+                sorted(x if isinstance(x, tuple) else (tuple(x.namespace), x.key) for x in r)
+            )
+        elif r is None:
+            out.append(None)
+        else:
+            out.append((tuple(r.namespace), r.key, r.value))
+    return out
+
+
+async def test_batch_reads_see_state_before_writes(store_door: StoreDoor) -> None:
+    reference = InMemoryStore()
+    for s in (reference,):
+        s.put(("b",), "x", {"v": 0})
+        s.put(("b",), "gone", {"v": -1})
+    await store_door.put(("b",), "x", {"v": 0})
+    await store_door.put(("b",), "gone", {"v": -1})
+    results = await store_door.batch(_batch_ops())
+    expected = reference.batch(_batch_ops())
+    assert _summary(results) == _summary(expected)
+    assert results[0].value == {"v": 0} and results[2].value == {"v": 0}
+    assert results[11].value == {"v": -1}
+    assert (await store_door.get(("b",), "x")).value == {"v": 2}
+    assert await store_door.get(("b",), "gone") is None
+    assert await store_door.get(("b",), "new") is None
+    assert (await store_door.get(("c",), "y")).value == {"v": 4}
+    assert sorted(await store_door.list_namespaces()) == [("b",), ("c",)]
+    assert await store_door.batch([]) == []
+
+
+RAW_DOT = pytest.mark.xfail(
+    strict=True, reason="store bug: batch() does not run LangGraph's validate_op_namespace"
+)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        pytest.param(PutOp(("foo.bar",), "k", {"v": 2}), id="put-dot", marks=RAW_DOT),
+        pytest.param(GetOp(("foo.bar",), "k"), id="get-dot", marks=RAW_DOT),
+        pytest.param(SearchOp(("foo.bar",)), id="search-dot", marks=RAW_DOT),
+        pytest.param(PutOp(("a\x00b",), "k", {"v": 2}), id="put-nul", marks=RAW_DOT),
+        pytest.param(PutOp(("a\x01b",), "k", {"v": 2}), id="put-x01"),
+        pytest.param(PutOp(("",), "k", {"v": 2}), id="put-empty-label"),
+    ],
+)
+async def test_batch_validates_namespaces_of_raw_ops(store_door: StoreDoor, op: Any) -> None:
+    """Ops given to batch directly skip BaseStore's checks; the store checks them itself
+    (LangGraph's ``validate_op_namespace``) and writes nothing of a refused batch."""
+    await store_door.put(("foo", "bar"), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        await store_door.batch([PutOp(("ok",), "k", {"v": 0}), op])
+    assert (await store_door.get(("foo", "bar"), "k")).value == {"v": 1}
+    assert await store_door.get(("ok",), "k") is None
+    assert await store_door.list_namespaces() == [("foo", "bar")]
+
+
+# -- search ------------------------------------------------------------------------------
+
+
+async def test_search_namespace_prefix(store_door: StoreDoor) -> None:
+    spaces = [
+        ("users",),
+        ("users", "u1"),
+        ("users", "u1", "notes"),
+        ("users", "u2"),
+        ("users-x",),
+        ("users-x", "u1"),
+        ("usersx",),
+        ("users ",),
+        ("Users",),
+        ("user",),
+        ("other", "users"),
+    ]
+    for ns in spaces:
+        await store_door.put(ns, "k", {"ns": list(ns)})
+    found = set(keys(await store_door.search(("users",), limit=100)))
+    assert found == {(ns, "k") for ns in spaces[:4]}
+    found = set(keys(await store_door.search(("users", "u1"), limit=100)))
+    assert found == {(("users", "u1"), "k"), (("users", "u1", "notes"), "k")}
+    assert keys(await store_door.search(("users", "u1", "notes", "x"))) == []
+    assert keys(await store_door.search(("user",))) == [(("user",), "k")]
+    assert len(await store_door.search((), limit=100)) == len(spaces)
+    items = await store_door.search(("users", "u2"))
+    assert items[0].value == {"ns": ["users", "u2"]} and items[0].score is None
+
+
+async def test_search_limit_offset_newest_first(
+    store_factory: Any, mode: str, clock: Clock
+) -> None:
+    door = StoreDoor(store_factory(clock=clock), mode)
+    for i in range(6):
+        clock.advance(seconds=1)
+        await door.put(("p", str(i % 2)), f"k{i}", {"i": i})
+    order = [i.key for i in await door.search(("p",), limit=100)]
+    assert order == ["k5", "k4", "k3", "k2", "k1", "k0"]
+    assert [i.key for i in await door.search(("p",), limit=2)] == ["k5", "k4"]
+    assert [i.key for i in await door.search(("p",), limit=2, offset=2)] == ["k3", "k2"]
+    assert [i.key for i in await door.search(("p",), limit=10, offset=5)] == ["k0"]
+    assert await door.search(("p",), limit=10, offset=6) == []
+    assert [
+        i.key for i in await door.search(("p",), filter={"i": {"$gte": 2}}, limit=2, offset=1)
+    ] == [
+        "k4",
+        "k3",
+    ]
+    clock.advance(seconds=1)
+    await door.put(("p", "0"), "k0", {"i": 0})  # an update moves it to the top
+    assert [i.key for i in await door.search(("p",), limit=2)] == ["k0", "k5"]
+    # ties on updated_at: namespace, then key, both descending (the store's order), the
+    # same on every backend so that pages do not overlap
+    clock.advance(seconds=1)
+    await door.batch(
+        [PutOp(("q", "b"), "2", {}), PutOp(("q", "a"), "9", {}), PutOp(("q", "a"), "1", {})]
+    )
+    assert keys(await door.search(("q",))) == [
+        (("q", "b"), "2"),
+        (("q", "a"), "9"),
+        (("q", "a"), "1"),
+    ]
+
+
+async def test_search_filters(store_door: StoreDoor) -> None:
+    await store_door.put(("f",), "1", {"color": "red", "n": 1, "d": {"x": 1, "y": 2}, "l": [1, 2]})
+    await store_door.put(("f",), "2", {"color": "blue", "n": 2.5, "d": {"x": 2}})
+    await store_door.put(("f",), "3", {"color": "red", "n": 3, "flag": True})
+
+    async def found(f: dict[str, Any]) -> set[str]:
+        return {i.key for i in await store_door.search(("f",), filter=f, limit=50)}
+
+    assert await found({"color": "red"}) == {"1", "3"}
+    assert await found({"color": "red", "n": 3}) == {"3"}
+    assert await found({"n": 1.0}) == {"1"}
+    assert await found({"n": {"$gt": 1}}) == {"2", "3"}
+    assert await found({"n": {"$gte": 1, "$lt": 3}}) == {"1", "2"}
+    assert await found({"color": {"$ne": "red"}}) == {"2"}
+    assert await found({"flag": {"$ne": True}}) == {"1", "2"}
+    assert await found({"flag": None}) == {"1", "2"}
+    assert await found({"flag": 1}) == set()  # True is not 1 (documented difference)
+    assert await found({"d": {"x": 1}}) == {"1"}
+    assert await found({"l": [1, 2]}) == {"1"}
+    assert await found({"l": [2, 1]}) == set()
+    assert await found({"color": "RED"}) == set()
+    assert await found({}) == {"1", "2", "3"}
+
+
+# -- list_namespaces ---------------------------------------------------------------------
+
+SPACES = [
+    ("a",),
+    ("a", "b"),
+    ("a", "b", "c"),
+    ("a", "b", "c", "d"),
+    ("a", "b-c"),
+    ("a", "x", "c"),
+    ("b", "b"),
+    ("b", "x", "c"),
+    ("users", "u1", "memories"),
+    ("users", "u2", "memories"),
+    ("users", "u2", "prefs"),
+]
+
+
+async def test_list_namespaces(store_door: StoreDoor) -> None:
+    for ns in reversed(SPACES):
+        await store_door.put(ns, "k", {})
+    ls = store_door.list_namespaces
+    assert await ls() == sorted(SPACES)
+    assert await ls() == SPACES  # already in Python tuple order
+    assert await ls(prefix=("a", "b")) == [("a", "b"), ("a", "b", "c"), ("a", "b", "c", "d")]
+    assert await ls(suffix=("c",)) == [("a", "b", "c"), ("a", "x", "c"), ("b", "x", "c")]
+    assert await ls(max_depth=1) == [("a",), ("b",), ("users",)]
+    assert await ls(prefix=("a",), max_depth=2) == [("a",), ("a", "b"), ("a", "b-c"), ("a", "x")]
+    assert await ls(limit=3) == SPACES[:3]
+    assert await ls(limit=3, offset=3) == SPACES[3:6]
+    assert await ls(offset=100) == []
+    assert await ls(max_depth=1, limit=1, offset=1) == [("b",)]
+    assert await ls(prefix=("zzz",)) == []
+    assert await ls(prefix=("a", "b", "c", "d", "e")) == []
+    # a deleted item's namespace disappears
+    await store_door.delete(("a", "b-c"), "k")
+    assert ("a", "b-c") not in await ls()
+
+
+def xfail_on(request: pytest.FixtureRequest, backend: str, reason: str) -> None:
+    """Mark the running test xfail (strict) on ``backend``: a known store bug."""
+    if request.getfixturevalue("backend") == backend:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+async def test_list_namespaces_wildcards(
+    store_door: StoreDoor, request: pytest.FixtureRequest
+) -> None:
+    xfail_on(
+        request,
+        "postgres",
+        "store bug: PostgreSQL reads the pattern's \\x01 followed by hex digits as one "
+        "escape (\\x01c is chr(0x1c)): wildcards before labels starting with 0-9a-f match nothing",
+    )
+    for ns in reversed(SPACES):
+        await store_door.put(ns, "k", {})
+    ls = store_door.list_namespaces
+    assert await ls(prefix=("*",)) == sorted(SPACES)
+    assert await ls(prefix=("a", "*", "c")) == [
+        ("a", "b", "c"),
+        ("a", "b", "c", "d"),
+        ("a", "x", "c"),
+    ]
+    assert await ls(suffix=("*", "c")) == [("a", "b", "c"), ("a", "x", "c"), ("b", "x", "c")]
+    assert await ls(suffix=("b", "*")) == [("a", "b", "c"), ("b", "b")]
+    assert await ls(prefix=("users", "*"), suffix=("memories",)) == [
+        ("users", "u1", "memories"),
+        ("users", "u2", "memories"),
+    ]
+    assert await ls(prefix=("*", "b")) == [
+        ("a", "b"),
+        ("a", "b", "c"),
+        ("a", "b", "c", "d"),
+        ("b", "b"),
+    ]
+    assert await ls(prefix=("*", "*", "*", "*")) == [("a", "b", "c", "d")]
+    assert await ls(prefix=("*", "*"), max_depth=2) == [
+        ("a", "b"),
+        ("a", "b-c"),
+        ("a", "x"),
+        ("b", "b"),
+        ("b", "x"),
+        ("users", "u1"),
+        ("users", "u2"),
+    ]
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [("a.b",), ("",), ("a", ""), ("a\x01b",), ("a", "b\x00"), (), ("langgraph", "x")],
+    ids=["dot", "empty-label", "empty-second", "x01", "nul", "empty", "langgraph-root"],
+)
+async def test_invalid_namespace(store_door: StoreDoor, namespace: tuple[str, ...]) -> None:
+    await store_door.put(("a",), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        await store_door.put(namespace, "k", {"v": 2})
+    assert await store_door.list_namespaces() == [("a",)]
+    if namespace and namespace[0] != "langgraph":  # the root is refused for puts only
+        with pytest.raises(InvalidNamespaceError):
+            await store_door.get(namespace, "k")
+    if "\x01" in "".join(namespace):
+        with pytest.raises(InvalidNamespaceError):
+            await store_door.search(namespace)
+        with pytest.raises((InvalidNamespaceError, ValueError)):
+            await store_door.list_namespaces(prefix=namespace)
+
+
+async def test_too_long_namespace_and_key(store_door: StoreDoor) -> None:
+    ok_ns = ("n" * 150, "m" * 149)  # 300 characters joined
+    await store_door.put(ok_ns, "k" * 300, {"v": 1})
+    assert (await store_door.get(ok_ns, "k" * 300)).value == {"v": 1}
+    with pytest.raises(ValueError, match="300"):
+        await store_door.put(("n" * 150, "m" * 150), "k", {"v": 1})
+    with pytest.raises(ValueError, match="300"):
+        await store_door.put(("a",), "k" * 301, {"v": 1})
+    with pytest.raises(ValueError):
+        await store_door.put(("a",), "", {"v": 1})
+    # multi-byte characters count as characters
+    await store_door.put(("é" * 300,), "😀" * 300, {"v": 2})
+    assert (await store_door.get(("é" * 300,), "😀" * 300)).value == {"v": 2}
+    assert await store_door.list_namespaces() == sorted([("é" * 300,), ok_ns])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"x": math.nan},
+        {"x": math.inf},
+        {"x": [1, -math.inf]},
+        {"x": object()},
+        {"x": 2**70},
+        {"x": -(2**70)},
+        {"x": {1, 2}},
+        {"x": "\ud800"},
+        {"x": b"bytes"},
+    ],
+    ids=["nan", "inf", "neg-inf-in-list", "object", "2**70", "-2**70", "set", "surrogate", "bytes"],
+)
+async def test_bad_values_raise_before_writing(store_door: StoreDoor, bad: dict[str, Any]) -> None:
+    await store_door.put(("a",), "k", {"keep": 1})
+    with pytest.raises((ValueError, TypeError)):
+        await store_door.put(("a",), "k", bad)
+    with pytest.raises((ValueError, TypeError)):
+        await store_door.put(("a",), "new", bad)
+    with pytest.raises((ValueError, TypeError)):
+        await store_door.batch([PutOp(("a",), "k2", {"ok": 1}), PutOp(("b",), "k", bad)])
+    assert (await store_door.get(("a",), "k")).value == {"keep": 1}
+    assert keys(await store_door.search((), limit=50)) == [(("a",), "k")]
+    assert await store_door.list_namespaces() == [("a",)]
+
+
+async def test_large_ints_and_floats_round_trip(store_door: StoreDoor) -> None:
+    value = {"max": 2**63 - 1, "min": -(2**63), "f": 0.1, "small": 1e-300, "t": True}
+    await store_door.put(("a",), "k", value)
+    got = (await store_door.get(("a",), "k")).value
+    assert got == value
+    assert type(got["t"]) is bool and type(got["max"]) is int and type(got["f"]) is float
+
+
+@pytest.mark.parametrize("number", [1e16, 1.5e20, 1e300, -2e22, 2.0, 5e-324])
+async def test_floats_stay_floats(
+    store_door: StoreDoor, request: pytest.FixtureRequest, number: float
+) -> None:
+    if abs(number) >= 1e16:
+        xfail_on(
+            request,
+            "postgres",
+            "store bug: JSONB prints 1e16/1e300 without exponent; they come back as ints "
+            "(1e300 as 10**300, a different number)",
+        )
+    await store_door.put(("a",), "k", {"x": number, "l": [number]})
+    got = (await store_door.get(("a",), "k")).value
+    assert type(got["x"]) is float and got["x"] == number
+    assert type(got["l"][0]) is float and got["l"][0] == number
+    found = await store_door.search(("a",), filter={"x": number})
+    assert keys(found) == [(("a",), "k")] and type(found[0].value["x"]) is float
+
+
+# -- strings -----------------------------------------------------------------------------
+
+
+async def test_unicode_and_case_are_distinct(store_door: StoreDoor) -> None:
+    pairs = ["A", "a", "a ", " a", "ß", "ss", "é", "e\u0301", "É", "😀", "İ", "i", "\u0131"]
+    for text in pairs:
+        await store_door.put((text,), text, {"text": text})
+        await store_door.put(("same",), text, {"text": text})
+    for text in pairs:
+        assert (await store_door.get((text,), text)).value == {"text": text}
+        assert (await store_door.get(("same",), text)).value == {"text": text}
+        assert keys(await store_door.search((text,))) == [((text,), text)]
+        got = await store_door.search(("same",), filter={"text": text}, limit=50)
+        assert keys(got) == [(("same",), text)]
+    assert len(await store_door.search(("same",), limit=50)) == len(pairs)
+    assert await store_door.list_namespaces(limit=50) == sorted([(t,) for t in pairs] + [("same",)])
+    assert await store_door.get(("a",), "A") is None
+    assert await store_door.get(("same",), "a  ") is None
+
+
+HOSTILE = [
+    "'",
+    '"',
+    "%",
+    "_",
+    "*",
+    "\\",
+    "a%",
+    "a_",
+    "%_%",
+    "' OR '1'='1",
+    '"; DROP TABLE lgsa_store_items; --',
+    "$1",
+    "?",
+    ":name",
+    "%(x)s",
+    "[a-z]",
+    "^$",
+    "a|b",
+    "(",
+    "\x02",
+    "\t\n",
+    "\\x01",
+]
+
+
+async def test_hostile_strings(store_door: StoreDoor) -> None:
+    await store_door.put(("ab",), "ab", {"f": "ab"})
+    await store_door.put(("a",), "plain", {"f": "plain"})
+    for i, text in enumerate(HOSTILE):
+        await store_door.put((text,), text, {"f": text, text: i})
+        await store_door.put(("h", text), text, {"f": text})
+    for i, text in enumerate(HOSTILE):
+        assert (await store_door.get((text,), text)).value == {"f": text, text: i}
+        assert keys(await store_door.search((text,), limit=50)) == [((text,), text)]
+        found = set(keys(await store_door.search((), filter={"f": text}, limit=50)))
+        assert found == {((text,), text), (("h", text), text)}
+        assert keys(await store_door.search((), filter={text: i}, limit=50)) == [((text,), text)]
+        if text != "*":  # the wildcard label
+            assert await store_door.list_namespaces(prefix=(text,)) == [(text,)]
+            assert await store_door.list_namespaces(prefix=("h", text)) == [("h", text)]
+            assert await store_door.list_namespaces(suffix=(text,)) == sorted(
+                [(text,), ("h", text)]
+            )
+    expected = sorted([("ab",), ("a",), ("h",)] + [(t,) for t in HOSTILE])
+    assert await store_door.list_namespaces(max_depth=1, limit=100) == expected
+    assert len(await store_door.search((), limit=100)) == 2 + 2 * len(HOSTILE)
+    # still intact
+    assert (await store_door.get(("ab",), "ab")).value == {"f": "ab"}
+
+
+# -- vector search -----------------------------------------------------------------------
+
+DOCS = {
+    "food": {"text": "pizza pasta", "other": "dog"},
+    "weather": {"text": "rain sunny cold"},
+    "pet": {"text": "dog", "other": "pizza"},
+}
+
+
+async def test_vector_search_ranks(store_factory: Any, mode: str) -> None:
+    config = index_config()
+    door = StoreDoor(store_factory(index=config), mode)
+    for key, value in DOCS.items():
+        await door.put(("docs",), key, value)
+    await door.put(("docs",), "plain", {"text": "pizza unembedded"}, index=False)
+    await door.put(("docs",), "notext", {"title": "pizza"})  # no indexed field
+    for query, best in (("pizza", "food"), ("cold rain", "weather"), ("dog", "pet")):
+        results = await door.search(("docs",), query=query, limit=10)
+        assert results[0].key == best, (query, [(r.key, r.score) for r in results])
+        scored = [r for r in results if r.score is not None]
+        assert [r.key for r in results[: len(scored)]] == [r.key for r in scored]
+        assert {r.key for r in results if r.score is None} == {"plain", "notext"}
+        assert all(r.score is None for r in results[-2:])
+        assert scored == sorted(scored, key=lambda r: -r.score)  # type: ignore[operator]
+        assert all(-1.0 - 1e-6 <= r.score <= 1.0 + 1e-6 for r in scored)  # type: ignore[operator]
+    assert math.isclose((await door.search(("docs",), query="dog"))[0].score, 1.0, abs_tol=1e-5)
+    assert "pizza unembedded" not in config["embed"].calls
+    # index=False: not embedded, still found by filter search
+    only = {"text": "pizza unembedded"}
+    assert keys(await door.search(("docs",), filter=only)) == [(("docs",), "plain")]
+    got = await door.search(("docs",), query="pizza", filter=only)
+    assert keys(got) == [(("docs",), "plain")] and got[0].score is None
+    # limit/offset over the ranking
+    ranked = [r.key for r in await door.search(("docs",), query="dog", limit=10)]
+    assert [r.key for r in await door.search(("docs",), query="dog", limit=2, offset=1)] == ranked[
+        1:3
+    ]
+    # a query without the namespace's items: nothing
+    assert await door.search(("none",), query="pizza") == []
+
+
+async def test_vector_index_override_and_update(store_factory: Any, mode: str) -> None:
+    config = index_config()
+    door = StoreDoor(store_factory(index=config), mode)
+    await door.put(("d",), "a", {"text": "weather", "other": "pizza"}, index=["other"])
+    await door.put(("d",), "b", {"text": "pizza", "other": "weather"})
+    results = await door.search(("d",), query="pizza")
+    assert [r.key for r in results] == ["a", "b"] or results[0].score == results[1].score
+    assert all(r.score is not None for r in results)
+    assert math.isclose(results[0].score, 1.0, abs_tol=1e-5)
+    # re-put without index=: the default fields again, old vectors gone
+    await door.put(("d",), "a", {"text": "dog", "other": "pizza"})
+    results = await door.search(("d",), query="pizza")
+    assert results[0].key == "b"
+    # index=False on update drops the vectors
+    await door.put(("d",), "b", {"text": "pizza"}, index=False)
+    results = await door.search(("d",), query="pizza")
+    assert [(r.key, r.score is None) for r in results][-1] == ("b", True)
+    # delete drops vectors too
+    await door.delete(("d",), "a")
+    assert [r.key for r in await door.search(("d",), query="dog")] == ["b"]
+    stats = await door.stats()
+    assert stats.items == 1 and stats.vectors == 0
+
+
+async def test_vector_search_nested_and_list_fields(store_factory: Any, mode: str) -> None:
+    door = StoreDoor(store_factory(index=index_config(["profile.bio", "tags[*]"])), mode)
+    await door.put(("n",), "1", {"profile": {"bio": "rain cold"}, "tags": ["dog", "code"]})
+    await door.put(("n",), "2", {"profile": {"bio": "pizza"}, "tags": ["sunny"]})
+    await door.put(("n",), "3", {"profile": {}})
+    assert (await door.search(("n",), query="dog"))[0].key == "1"
+    assert (await door.search(("n",), query="pizza"))[0].key == "2"
+    assert (await door.search(("n",), query="sunny"))[0].key == "2"
+    results = await door.search(("n",), query="pizza")
+    assert results[-1].key == "3" and results[-1].score is None
+
+
+async def test_query_without_index_is_a_plain_search(store_door: StoreDoor) -> None:
+    await store_door.put(("a",), "k", {"text": "pizza"})
+    results = await store_door.search(("a",), query="pizza")
+    assert keys(results) == [(("a",), "k")] and results[0].score is None
+
+
+# -- beside a saver ----------------------------------------------------------------------
+
+
+async def test_store_shares_the_savers_engines(saver_factory: Any, mode: str) -> None:
+    saver = saver_factory()
+    store = SQLAlchemyStore(saver.engine, saver.async_engine, schema=saver.schema)
+    store.setup()
+    door = StoreDoor(store, mode)
+    await door.put(("s",), "k", {"v": 1})
+    assert (await door.get(("s",), "k")).value == {"v": 1}
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    saved = saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    assert saver.get_tuple(saved) is not None
+    if mode == "async":
+        await store.aclose()
+    else:
+        store.close()
+    # the saver's engines still work after the store is closed
+    assert saver.get_tuple(saved) is not None
+    assert await saver.aget_tuple(saved) is not None
+    again = SQLAlchemyStore(saver.engine, saver.async_engine, schema=saver.schema)
+    assert (await StoreDoor(again, mode).get(("s",), "k")).value == {"v": 1}
+    await again.aclose()
