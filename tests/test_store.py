@@ -310,7 +310,8 @@ async def test_list_namespaces_wildcards(
         request,
         "postgres",
         "store bug: PostgreSQL reads the pattern's \\x01 followed by hex digits as one "
-        "escape (\\x01c is chr(0x1c)): wildcards before labels starting with 0-9a-f match nothing",
+        "escape (\\x01c is chr(0x1c)): a wildcard pattern with a label after the first "
+        "starting with 0-9a-f matches nothing",
     )
     for ns in reversed(SPACES):
         await store_door.put(ns, "k", {})
