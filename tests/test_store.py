@@ -54,7 +54,7 @@ async def test_put_get_delete(store_door: StoreDoor) -> None:
 
 async def test_put_none_deletes(store_door: StoreDoor) -> None:
     await store_door.put(("a",), "k", {"v": 1})
-    await store_door.put(("a",), "k", None)  # type: ignore[arg-type]
+    await store_door.put(("a",), "k", None)
     assert await store_door.get(("a",), "k") is None
     assert await store_door.search(("a",)) == []
     assert await store_door.list_namespaces() == []
@@ -534,8 +534,8 @@ async def test_vector_search_ranks(store_factory: Any, mode: str) -> None:
         assert [r.key for r in results[: len(scored)]] == [r.key for r in scored]
         assert {r.key for r in results if r.score is None} == {"plain", "notext"}
         assert all(r.score is None for r in results[-2:])
-        assert scored == sorted(scored, key=lambda r: -r.score)  # type: ignore[operator]
-        assert all(-1.0 - 1e-6 <= r.score <= 1.0 + 1e-6 for r in scored)  # type: ignore[operator]
+        assert scored == sorted(scored, key=lambda r: -r.score)
+        assert all(-1.0 - 1e-6 <= r.score <= 1.0 + 1e-6 for r in scored)
     assert math.isclose((await door.search(("docs",), query="dog"))[0].score, 1.0, abs_tol=1e-5)
     assert "pizza unembedded" not in config["embed"].calls
     # index=False: not embedded, still found by filter search

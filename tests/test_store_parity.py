@@ -328,7 +328,7 @@ def test_namespace_parity(
 ) -> None:
     store, reference = stores
     if store.engine.dialect.name == "postgresql" and _pg_hex_escape_bug(query):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_pg_hex_escape_bug.__doc__))
+        request.applymarker(pytest.mark.xfail(strict=True, reason=str(_pg_hex_escape_bug.__doc__)))
     query = {"limit": 1000, **query}
     expected = reference.list_namespaces(**query)
     assert expected == sorted(expected)
