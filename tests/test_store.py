@@ -162,12 +162,6 @@ async def test_batch_validates_namespaces_of_raw_ops(store_door: StoreDoor) -> N
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store bug: batch() does not run LangGraph's validate_op_namespace: raw ops with "
-    "'.' are accepted (an item in ('foo.bar',) that get() then refuses), NUL ones too "
-    "(PostgreSQL: DataError instead of InvalidNamespaceError)",
-)
 async def test_batch_refuses_dots_and_nul_in_raw_ops(store_door: StoreDoor) -> None:
     await _refused_raw_ops(
         store_door,
