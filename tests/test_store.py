@@ -606,6 +606,40 @@ async def test_vector_search_nested_and_list_fields(store_factory: Any, mode: st
     assert results[-1].key == "3" and results[-1].score is None
 
 
+async def test_vector_search_in_batches_and_with_a_plain_function(
+    store_factory: Any, mode: str
+) -> None:
+    """``embed`` may be a plain function of a list of texts; several searches with queries
+    in one batch each get their own ranking, and puts in the same batch are not seen."""
+    calls: list[list[str]] = []
+    model = HashEmbeddings(16)
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return model.embed_documents(texts)
+
+    door = StoreDoor(store_factory(index={"dims": 16, "embed": embed, "fields": ["text"]}), mode)
+    await door.batch([PutOp(("b",), k, v) for k, v in DOCS.items()])
+    assert sorted(t for batch in calls for t in batch) == sorted(v["text"] for v in DOCS.values())
+    results = await door.batch(
+        [
+            SearchOp(("b",), query="pizza", limit=1),
+            PutOp(("b",), "late", {"text": "dog dog"}),
+            SearchOp(("b",), query="dog", limit=1),
+            SearchOp(("b",), query="cold", limit=3, offset=1),
+            SearchOp(("b",), query="dog", filter={"text": "pizza pasta"}),
+        ]
+    )
+    assert [[i.key for i in r] for r in (results[0], results[2], results[4])] == [
+        ["food"],
+        ["pet"],
+        ["food"],
+    ]
+    assert results[1] is None
+    assert len(results[3]) == 2 and "weather" not in [i.key for i in results[3]]
+    assert {i.key for i in await door.search(("b",), query="dog", limit=2)} == {"pet", "late"}
+
+
 async def test_query_without_index_is_a_plain_search(store_door: StoreDoor) -> None:
     await store_door.put(("a",), "k", {"text": "pizza"})
     results = await store_door.search(("a",), query="pizza")
