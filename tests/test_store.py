@@ -735,3 +735,56 @@ async def test_timestamps_round_trip_to_the_microsecond(
         found = await door.search(("ts",), filter={}, limit=1)
         assert found[0].updated_at == clock.now
         clock.advance(seconds=1)
+
+
+async def test_concurrent_writers(store_door: StoreDoor) -> None:
+    """Eight writers at once (threads for the sync door, tasks for the async one) on
+    their own keys and on one shared key: every write lands, the shared key holds one
+    writer's last value, nothing fails."""
+    import asyncio
+
+    async def writer(w: int) -> None:
+        for i in range(15):
+            await store_door.put(("c", str(w)), f"k{i}", {"w": w, "i": i})
+            await store_door.put(("c",), "shared", {"w": w, "i": i})
+
+    if store_door.is_async:
+        await asyncio.gather(*(writer(w) for w in range(8)))
+    else:
+        await asyncio.gather(*(asyncio.to_thread(asyncio.run, writer(w)) for w in range(8)))
+    assert len(await store_door.search(("c",), limit=1000)) == 8 * 15 + 1
+    shared = (await store_door.get(("c",), "shared")).value
+    assert shared["i"] == 14 and 0 <= shared["w"] < 8
+    assert len(await store_door.list_namespaces()) == 9
+
+
+async def test_lifecycle(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any, mode: str
+) -> None:
+    """``from_conn_string`` gives the store itself, a context manager (``with`` or
+    ``async with``); setup is idempotent; a second store on a file or server database
+    sees the first one's items."""
+    from .provision import new_saver_args
+
+    args = new_saver_args(backend, request, tmp_path)
+    url = args.pop("conn_string")
+    if mode == "async":
+        async with SQLAlchemyStore.from_conn_string(url, **args) as store:
+            await store.asetup()
+            await store.asetup()
+            await store.aput(("l",), "k", {"v": 1})
+            assert (await store.aget(("l",), "k")).value == {"v": 1}
+    else:
+        with SQLAlchemyStore.from_conn_string(url, **args) as store:
+            store.setup()
+            store.setup()
+            store.put(("l",), "k", {"v": 1})
+            assert store.get(("l",), "k").value == {"v": 1}
+    if backend == "sqlite-memory":
+        return  # gone with its engines
+    again = SQLAlchemyStore.from_conn_string(url, **args)
+    try:
+        again.setup()
+        assert (await StoreDoor(again, mode).get(("l",), "k")).value == {"v": 1}
+    finally:
+        await again.aclose()
