@@ -261,6 +261,22 @@ async def test_search_filters(store_door: StoreDoor) -> None:
     assert await found({"l": [2, 1]}) == set()
     assert await found({"color": "RED"}) == set()
     assert await found({}) == {"1", "2", "3"}
+    # exact 64-bit integers (InMemoryStore compares through float and misses these)
+    await store_door.put(("f",), "big", {"n": 2**63 - 1})
+    assert await found({"n": {"$gt": 2**63 - 2}}) == {"big"}
+    assert await found({"n": 2**63 - 2}) == set()
+    assert await found({"n": {"$lt": 2**63 - 1, "$gt": 3}}) == set()
+    # filters the store cannot mean are refused, with a ValueError/TypeError
+    for bad in (
+        {"n": {"$in": [1]}},
+        {"n": {"$gt": 0, "x": 2}},
+        {"n": 2**70},
+        {"n": {"$gt": math.inf}},
+        {"n": math.nan},
+        {"n": object()},
+    ):
+        with pytest.raises((ValueError, TypeError)):
+            await found(bad)
 
 
 # -- list_namespaces ---------------------------------------------------------------------

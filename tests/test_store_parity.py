@@ -159,6 +159,7 @@ FILTERS: list[Any] = [
     (MIX, {"tags": ["b", "a"]}),
     (MIX, {"tags": []}),
     (MIX, {"tags": ["a"]}),
+    (MIX, {"tags": ("a", "b")}),
     (MIX, {"tags": {"$eq": ["a", "b", "c"]}}),
     (MIX, {"tags": {"$ne": ["a"]}}),
     (MIX, {"d": {"x": 1}}),
