@@ -804,3 +804,15 @@ async def test_lifecycle(
         assert (await StoreDoor(again, mode).get(("l",), "k")).value == {"v": 1}
     finally:
         await again.aclose()
+
+
+async def test_large_values(store_door: StoreDoor) -> None:
+    value = {
+        "text": "é😀x" * 500_000,
+        "list": list(range(20_000)),
+        "d": {str(i): i for i in range(2000)},
+    }
+    await store_door.put(("big",), "k", value)
+    assert (await store_door.get(("big",), "k")).value == value
+    found = await store_door.search(("big",), filter={"list": list(range(20_000))})
+    assert [i.key for i in found] == ["k"] and found[0].value == value
