@@ -253,17 +253,12 @@ async def store_factory(
 ) -> AsyncIterator[Callable[..., SQLAlchemyStore]]:
     """Call it (``factory(index=..., ttl=..., clock=...)``) for a new set-up store on the
     test's backend, with empty tables of its own; every store made is closed (``aclose``,
-    in the test's event loop) after the test. ``factory(shared=True, ...)`` is a second
-    store on the first one's database (other options, same engines)."""
+    in the test's event loop) after the test."""
     made: list[SQLAlchemyStore] = []
 
-    def factory(*, shared: bool = False, **kwargs: Any) -> SQLAlchemyStore:
-        if shared and made:
-            first = made[0]
-            s = SQLAlchemyStore(first.engine, first.async_engine, schema=first.schema, **kwargs)
-        else:
-            args = new_saver_args(backend, request, tmp_path)
-            s = SQLAlchemyStore.from_conn_string(args.pop("conn_string"), **args, **kwargs)
+    def factory(**kwargs: Any) -> SQLAlchemyStore:
+        args = new_saver_args(backend, request, tmp_path)
+        s = SQLAlchemyStore.from_conn_string(args.pop("conn_string"), **args, **kwargs)
         s.setup()
         made.append(s)
         return s
