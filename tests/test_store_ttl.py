@@ -286,3 +286,15 @@ async def test_sweeper_interval_must_be_positive(
         store.start_ttl_sweeper(sweep_interval_minutes=minutes)
     with pytest.raises(ValueError):
         await store.astart_ttl_sweeper(sweep_interval_minutes=minutes)
+
+
+async def test_search_refreshes_only_the_page(store_factory: Any, mode: str, clock: Clock) -> None:
+    door = door_for(store_factory, mode, clock, ttl={"default_ttl": 10})
+    for i in range(4):
+        clock.advance(seconds=1)
+        await door.put(NS, f"k{i}", {"i": i})
+    clock.advance(minutes=8)
+    page = await door.search(NS, limit=2, offset=1)  # k2, k1
+    assert [i.key for i in page] == ["k2", "k1"]
+    clock.advance(minutes=8)
+    assert [i.key for i in await door.search(NS, refresh_ttl=False)] == ["k2", "k1"]
