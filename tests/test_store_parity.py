@@ -19,6 +19,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
+from .conftest import HashEmbeddings
 from .provision import BACKENDS, new_saver_args
 
 ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
@@ -441,3 +442,89 @@ def test_order_comparisons_need_same_types(
     assert _found(store, MIX, {"missing": {"$lt": 1}}) == set()
     assert _found(store, MIX, {"nul": {"$gte": 0}}) == {(("mix", "b"), "m3")}
     assert deep <= _found(store, MIX, {"n": {"$gte": 0}})
+
+
+# -- vector search ---------------------------------------------------------------------
+
+WORDS = [
+    "pizza",
+    "pasta",
+    "rain",
+    "sunny",
+    "cold",
+    "dog",
+    "cat",
+    "python",
+    "code",
+    "love",
+    "food",
+    "today",
+    "sql",
+]
+QUERIES = ["pizza", "cold rain", "dog cat", "python code sql", "love food today pizza", "zzz"]
+
+
+def _vector_items() -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    out = []
+    for i in range(40):
+        words = [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(1 + i % 4)]
+        value: dict[str, Any] = {"text": " ".join(words), "i": i}
+        if i % 3 == 0:
+            value["tags"] = [WORDS[i % len(WORDS)], WORDS[(i + 5) % len(WORDS)]]
+        if i % 11 == 0:
+            value = {"i": i}  # nothing to embed
+        out.append((("vec", str(i % 2)), f"v{i:02}", value))
+    return out
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def vector_stores(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SQLAlchemyStore, InMemoryStore]]:
+    """The store on one backend and an InMemoryStore, with the same index config (the
+    hashing embedding, fields ``text`` and ``tags[*]``) and the same items."""
+
+    def index() -> Any:
+        return {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text", "tags[*]"]}
+
+    args = new_saver_args(str(request.param), request, tmp_path_factory.mktemp("vectors"))
+    store = SQLAlchemyStore.from_conn_string(args.pop("conn_string"), index=index(), **args)
+    store.setup()
+    reference = InMemoryStore(index=index())
+    for s in (store, reference):
+        for namespace, key, value in _vector_items():
+            s.put(namespace, key, value)
+    yield store, reference
+    store.close()
+
+
+def _ranking(results: list[Any]) -> list[tuple[float | None, str]]:
+    """(score rounded to float32 precision, key), sorted: ties in any order."""
+    return sorted(
+        ((None if r.score is None else round(r.score, 4)), r.key)
+        for r in results
+        if r.score is not None
+    ) + sorted((None, r.key) for r in results if r.score is None)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_vector_search_parity(
+    vector_stores: tuple[SQLAlchemyStore, InMemoryStore], query: str
+) -> None:
+    """The same scores (cosine, max over the embedded fields) for the same items, scored
+    items first, best first; the unscored (nothing embedded) after them."""
+    store, reference = vector_stores
+    got = store.search(("vec",), query=query, limit=100)
+    expected = reference.search(("vec",), query=query, limit=100)
+    assert _ranking(got) == _ranking(expected)
+    scores = [r.score for r in got if r.score is not None]
+    assert scores == sorted(scores, reverse=True)
+    assert all(r.score is None for r in got[len(scores) :])
+    # the best 5, as scores (ties at the cut may pick different keys)
+    top = [round(r.score, 4) for r in store.search(("vec",), query=query, limit=5)]
+    assert top == [round(r.score, 4) for r in expected[:5]]
+    # with a filter
+    flt = {"i": {"$gte": 20}}
+    got = store.search(("vec", "0"), query=query, filter=flt, limit=100)
+    expected = reference.search(("vec", "0"), query=query, filter=flt, limit=100)
+    assert _ranking(got) == _ranking(expected)
