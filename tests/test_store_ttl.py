@@ -298,3 +298,18 @@ async def test_search_refreshes_only_the_page(store_factory: Any, mode: str, clo
     assert [i.key for i in page] == ["k2", "k1"]
     clock.advance(minutes=8)
     assert [i.key for i in await door.search(NS, refresh_ttl=False)] == ["k2", "k1"]
+
+
+async def test_reads_do_not_resurrect_expired_items(
+    store_factory: Any, mode: str, clock: Clock
+) -> None:
+    door = door_for(store_factory, mode, clock, ttl={"default_ttl": 1})
+    await door.put(NS, "k", {"v": 1})
+    clock.advance(minutes=1, seconds=1)
+    assert await door.get(NS, "k", refresh_ttl=True) is None
+    assert await door.search(NS, refresh_ttl=True) == []
+    assert await door.batch([GetOp(NS, "k", refresh_ttl=True)]) == [None]
+    clock.advance(seconds=1)
+    assert not await present(door, "k")
+    assert (await door.stats()).expired == 1
+    assert await door.sweep_ttl() == 1
