@@ -680,6 +680,43 @@ async def test_vector_pages_join_up(store_factory: Any, mode: str) -> None:
     assert [i.score is None for i in whole] == [False] * 17 + [True] * 6
 
 
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"dims": 0, "embed": HashEmbeddings(16)},
+        {"dims": -1, "embed": HashEmbeddings(16)},
+        {"dims": "16", "embed": HashEmbeddings(16)},
+        {"dims": 16},
+    ],
+    ids=["dims-0", "dims-negative", "dims-str", "no-embed"],
+)
+def test_bad_index_config_is_refused(index: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        SQLAlchemyStore.from_conn_string(":memory:", index=index)  # type: ignore[arg-type]
+
+
+async def test_embedding_failures_write_nothing(store_factory: Any, mode: str) -> None:
+    """A wrong-sized vector (ValueError) or a failing embedding service: the batch raises
+    and nothing of it is written (the embedding runs before the transaction)."""
+
+    def down(texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("embedding service down")
+
+    for embed, error in ((HashEmbeddings(8), ValueError), (down, RuntimeError)):
+        door = StoreDoor(
+            store_factory(index={"dims": 16, "embed": embed, "fields": ["text"]}), mode
+        )
+        await door.put(("a",), "keep", {"text": "old"}, index=False)
+        with pytest.raises(error):
+            await door.batch([PutOp(("a",), "new", {"v": 1}), PutOp(("a",), "k", {"text": "x"})])
+        with pytest.raises(error):
+            await door.put(("a",), "keep", {"text": "pizza"})
+        assert keys(await door.search(("a",))) == [(("a",), "keep")]
+        assert (await door.get(("a",), "keep")).value == {"text": "old"}
+        stats = await door.stats()
+        assert (stats.items, stats.vectors) == (1, 0)
+
+
 async def test_query_without_index_is_a_plain_search(store_door: StoreDoor) -> None:
     await store_door.put(("a",), "k", {"text": "pizza"})
     results = await store_door.search(("a",), query="pizza")
