@@ -603,6 +603,16 @@ async def test_vector_index_override_and_update(store_factory: Any, mode: str) -
     await door.put(("d",), "b", {"text": "pizza"}, index=False)
     results = await door.search(("d",), query="pizza")
     assert [(r.key, r.score is None) for r in results][-1] == ("b", True)
+    # the last put of a key in a batch wins, vectors too
+    await door.batch(
+        [
+            PutOp(("d",), "c", {"text": "pizza"}),
+            PutOp(("d",), "c", {"text": "sunny"}, index=["text"]),
+        ]
+    )
+    assert (await door.search(("d",), query="sunny"))[0].key == "c"
+    assert [r.key for r in await door.search(("d",), query="pizza") if r.score] == []
+    await door.delete(("d",), "c")
     # delete drops vectors too
     await door.delete(("d",), "a")
     assert [r.key for r in await door.search(("d",), query="dog")] == ["b"]
