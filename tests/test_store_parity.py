@@ -269,6 +269,11 @@ NAMESPACES: list[tuple[str, ...]] = [
     ("ns", "日本", "c"),
     ("ns", "😀"),
     ("ns", "\uffff"),
+    ("ns", "a\x02"),
+    ("ns", "a\t"),
+    ("ns", "a", "\x7f"),
+    ("ns", "a", " "),
+    ("ns", "\U0001d538"),  # beyond the BMP: UTF-16 and UTF-8 orders differ
 ]
 
 #: ``list_namespaces`` keyword arguments, each compared with InMemoryStore.
