@@ -10,6 +10,8 @@ not match ``1``) are not in the lists; the last tests pin those differences.
 
 from __future__ import annotations
 
+import json
+import re
 import string
 from collections.abc import Iterator
 from typing import Any
@@ -374,7 +376,17 @@ def _pg_hex_escape_bug(query: dict[str, Any]) -> bool:
     return False
 
 
-@pytest.mark.parametrize(("prefix", "filter_"), FILTERS, ids=[str(i) for i in range(len(FILTERS))])
+def _ids(cases: list[Any]) -> list[str]:
+    """Readable test ids: the case's number and its JSON, ASCII, at most 48 characters."""
+    out = []
+    for n, case in enumerate(cases):
+        case = case.values if hasattr(case, "marks") else case  # a pytest.param
+        text = json.dumps(case, default=repr, separators=(",", ":")).replace(" ", "_")
+        out.append(f"{n}:" + re.sub(r"[^A-Za-z0-9$_.,:\-\[\]{}*%]", "", text)[:48])
+    return out
+
+
+@pytest.mark.parametrize(("prefix", "filter_"), FILTERS, ids=_ids(FILTERS))
 def test_filter_parity(
     stores: tuple[SQLAlchemyStore, InMemoryStore],
     prefix: tuple[str, ...],
@@ -385,9 +397,7 @@ def test_filter_parity(
     assert _found(store, prefix, filter_) == expected, (prefix, filter_)
 
 
-@pytest.mark.parametrize(
-    "query", NAMESPACE_QUERIES, ids=[str(i) for i in range(len(NAMESPACE_QUERIES))]
-)
+@pytest.mark.parametrize("query", NAMESPACE_QUERIES, ids=_ids(NAMESPACE_QUERIES))
 def test_namespace_parity(
     stores: tuple[SQLAlchemyStore, InMemoryStore],
     query: dict[str, Any],
@@ -407,7 +417,7 @@ def test_cases_are_meaningful() -> None:
     assert len(FILTERS) >= 30 and len(NAMESPACE_QUERIES) >= 15
     reference = InMemoryStore()
     _feed(reference)
-    cases = [case.values if hasattr(case, "values") else case for case in FILTERS]
+    cases = [case.values if hasattr(case, "marks") else case for case in FILTERS]
     nonempty = sum(bool(_found(reference, p, f)) for p, f in cases)
     assert nonempty >= len(FILTERS) * 2 // 3  # most filters match something
     assert sum(bool(reference.list_namespaces(**q)) for q in NAMESPACE_QUERIES) >= 30
