@@ -323,16 +323,7 @@ def xfail_on(request: pytest.FixtureRequest, backend: str, reason: str) -> None:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
-async def test_list_namespaces_wildcards(
-    store_door: StoreDoor, request: pytest.FixtureRequest
-) -> None:
-    xfail_on(
-        request,
-        "postgres",
-        "store bug: PostgreSQL reads the pattern's \\x01 followed by hex digits as one "
-        "escape (\\x01c is chr(0x1c)): a wildcard pattern with a label after the first "
-        "starting with 0-9a-f matches nothing",
-    )
+async def test_list_namespaces_wildcards(store_door: StoreDoor) -> None:
     for ns in reversed(SPACES):
         await store_door.put(ns, "k", {})
     ls = store_door.list_namespaces
@@ -666,12 +657,6 @@ async def test_vector_search_in_batches_and_with_a_plain_function(
     assert {i.key for i in await door.search(("b",), query="dog", limit=2)} == {"pet", "late"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store bug (InMemoryStore's quirk copied): items without vectors fill a page from "
-    "the first one, ignoring offset, so past the scored items every page repeats the same "
-    "unscored items and the older ones are never reached",
-)
 async def test_vector_pages_join_up(store_factory: Any, mode: str) -> None:
     """Pages of a query search (limit/offset) join up to the whole ranking, across the
     boundary between scored items and items without vectors: no item twice, none lost."""
