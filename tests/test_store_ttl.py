@@ -313,3 +313,28 @@ async def test_reads_do_not_resurrect_expired_items(
     assert not await present(door, "k")
     assert (await door.stats()).expired == 1
     assert await door.sweep_ttl() == 1
+
+
+async def test_reputs_racing_the_sweeper_keep_their_vectors(
+    store_factory: Any, clock: Clock
+) -> None:
+    """Items re-put while the sweeper deletes their expired versions: every live item
+    keeps its value and its vectors (a sweep that deleted vectors by key after a re-put
+    had written new ones lost them)."""
+    index = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    store = store_factory(clock=clock, index=index, ttl={"default_ttl": 1})
+    store.start_ttl_sweeper(sweep_interval_minutes=0.0002)
+    try:
+        for round_ in range(12):
+            store.batch([PutOp(NS, f"k{i}", {"text": f"pizza {round_}"}, ttl=1) for i in range(15)])
+            time.sleep(0.01)
+            clock.advance(minutes=2)
+            time.sleep(0.01)
+        store.batch([PutOp(NS, f"k{i}", {"text": "dog"}, ttl=1) for i in range(15)])
+        time.sleep(0.1)
+    finally:
+        assert store.stop_ttl_sweeper(timeout=5)
+    stats = store.stats()
+    assert (stats.items, stats.vectors) == (15, 15)
+    results = store.search(NS, query="dog", limit=20)
+    assert len(results) == 15 and all(r.score is not None and r.score > 0.99 for r in results)
