@@ -131,12 +131,6 @@ MIX = ("mix",)
 NUM = ("num",)
 ALL: tuple[str, ...] = ()
 
-NULL_IS_MISSING = pytest.mark.xfail(
-    strict=True,
-    reason="store bug: InMemoryStore reads a missing key as None, so {'$ne': None} does not "
-    "match items lacking the key and {'$eq': None} does; the store does the opposite",
-)
-
 #: (namespace prefix, filter): each one a search compared with InMemoryStore.
 FILTERS: list[Any] = [
     (MIX, {"color": "red"}),
@@ -146,8 +140,13 @@ FILTERS: list[Any] = [
     (MIX, {"color": None}),
     (MIX, {"color": {"$eq": "red"}}),
     (MIX, {"color": {"$ne": "red"}}),
-    pytest.param(MIX, {"color": {"$ne": None}}, marks=NULL_IS_MISSING),
-    pytest.param(MIX, {"color": {"$eq": None}}, marks=NULL_IS_MISSING),
+    (MIX, {"color": {"$ne": None}}),
+    (MIX, {"color": {"$eq": None}}),
+    (MIX, {"missing": {"$eq": None}}),
+    (MIX, {"missing": {"$ne": None}}),
+    (MIX, {"nul": {"$eq": None}}),
+    (MIX, {"nul": {"$ne": None}}),
+    (MIX, {"d": {"missing": {"$eq": None}}}),
     (MIX, {"n": 1}),
     (MIX, {"n": 1.0}),
     (MIX, {"n": "1"}),
