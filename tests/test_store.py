@@ -872,3 +872,31 @@ async def test_large_values(store_door: StoreDoor) -> None:
     assert (await store_door.get(("big",), "k")).value == value
     found = await store_door.search(("big",), filter={"list": list(range(20_000))})
     assert [i.key for i in found] == ["k"] and found[0].value == value
+
+
+async def test_tricky_strings_round_trip_and_filter(store_door: StoreDoor) -> None:
+    texts = [
+        "\r\n",
+        "\u2028\u2029",
+        "\\u0000",
+        "\ufeffbom",
+        "👩\u200d👩\u200d👧",
+        "e\u0301" * 50,
+        "\x1f\x7f\x80",
+        "'\"\\",
+        " ",
+        "",
+        "null",
+        "1",
+        "true",
+        "{}",
+    ]
+    for i, text in enumerate(texts):
+        await store_door.put(("s",), f"k{i}", {"t": text, "l": [text], "d": {text: text}})
+    for i, text in enumerate(texts):
+        value = (await store_door.get(("s",), f"k{i}")).value
+        assert value == {"t": text, "l": [text], "d": {text: text}}, text
+        found = await store_door.search(("s",), filter={"t": text}, limit=50)
+        assert [f.key for f in found] == [f"k{i}"], text
+        found = await store_door.search(("s",), filter={"d": {text: text}}, limit=50)
+        assert [f.key for f in found] == [f"k{i}"], text
