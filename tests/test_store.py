@@ -447,6 +447,7 @@ async def _floats_stay_floats(door: StoreDoor, numbers: list[float]) -> None:
         assert type(got["l"][0]) is float and got["l"][0] == number, (number, got)
         found = await door.search(("a",), filter={"x": number})
         assert keys(found) == [(("a",), str(n))] and type(found[0].value["x"]) is float
+        await door.put(("again",), str(n), got)  # what was read can be written back
 
 
 async def test_floats_stay_floats(store_door: StoreDoor) -> None:
