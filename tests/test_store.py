@@ -901,3 +901,21 @@ async def test_tricky_strings_round_trip_and_filter(store_door: StoreDoor) -> No
         assert [f.key for f in found] == [f"k{i}"], text
         found = await store_door.search(("s",), filter={"d": {text: text}}, limit=50)
         assert [f.key for f in found] == [f"k{i}"], text
+
+
+async def test_out_of_range_paging_is_refused(store_door: StoreDoor) -> None:
+    """limit/offset/max_depth outside 0..2**31-1 and filters of over 100 keys raise a
+    ValueError before any query (drivers overflowed, SQLite refused the expression)."""
+    await store_door.put(("a", "b"), "k", {"v": 1})
+    for kwargs in ({"limit": 2**31}, {"offset": 2**31}, {"limit": -1}, {"offset": -1}):
+        with pytest.raises(ValueError):
+            await store_door.search(("a",), **kwargs)
+        with pytest.raises(ValueError):
+            await store_door.list_namespaces(**kwargs)
+    with pytest.raises(ValueError):
+        await store_door.list_namespaces(max_depth=-1)
+    with pytest.raises(ValueError):
+        await store_door.search(("a",), filter={f"k{i}": 1 for i in range(101)})
+    assert await store_door.search(("a",), filter={f"k{i}": None for i in range(100)}) != []
+    assert await store_door.search(("a",), limit=2**31 - 1, offset=2**31 - 1) == []
+    assert await store_door.list_namespaces(max_depth=0) == [()]

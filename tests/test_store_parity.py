@@ -329,6 +329,8 @@ NAMESPACE_QUERIES: list[dict[str, Any]] = [
     {"suffix": ("%", "c")},
     {"suffix": ("c\n",)},
     {"prefix": ("ns", "*", "b\n")},
+    {"max_depth": 0},
+    {"prefix": ("nope",), "max_depth": 0},
 ]
 
 
