@@ -919,3 +919,16 @@ async def test_out_of_range_paging_is_refused(store_door: StoreDoor) -> None:
     assert await store_door.search(("a",), filter={f"k{i}": None for i in range(100)}) != []
     assert await store_door.search(("a",), limit=2**31 - 1, offset=2**31 - 1) == []
     assert await store_door.list_namespaces(max_depth=0) == [()]
+
+
+def test_async_methods_from_successive_event_loops(store: SQLAlchemyStore) -> None:
+    """A script calling ``asyncio.run(store.aput(...))`` again and again: each run is a new
+    event loop, and the store's async connections must follow."""
+    import asyncio
+
+    for i in range(3):
+        asyncio.run(store.aput(("loops",), f"k{i}", {"i": i}))
+        assert asyncio.run(store.aget(("loops",), f"k{i}")).value == {"i": i}
+        assert len(asyncio.run(store.asearch(("loops",)))) == i + 1
+        assert asyncio.run(store.alist_namespaces()) == [("loops",)]
+    assert len(store.search(("loops",))) == 3
