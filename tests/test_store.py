@@ -932,3 +932,14 @@ def test_async_methods_from_successive_event_loops(store: SQLAlchemyStore) -> No
         assert len(asyncio.run(store.asearch(("loops",)))) == i + 1
         assert asyncio.run(store.alist_namespaces()) == [("loops",)]
     assert len(store.search(("loops",))) == 3
+    # and from threads, each running event loops of its own, at the same time
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(t: int) -> None:
+        for i in range(3):
+            asyncio.run(store.aput(("threads", str(t)), f"k{i}", {"i": i}))
+            assert asyncio.run(store.aget(("threads", str(t)), f"k{i}")) is not None
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(4)))
+    assert len(store.search(("threads",), limit=100)) == 12
