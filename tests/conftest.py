@@ -12,21 +12,26 @@ names the environment variables: server URLs and ``LGSA_TEST_BACKENDS``).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from sqlalchemy import create_engine, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
+from langgraph.store.sqlalchemy import SQLAlchemyStore
 
-from .doors import Door
+from .doors import Door, twins
 from .provision import BACKENDS, MARIADB_ADMIN_URL, fresh_database, new_saver_args
 
 #: The tests store 40 MB values, which need a max_allowed_packet above 80 MB (MariaDB:
@@ -180,3 +185,117 @@ def mode(request: pytest.FixtureRequest) -> str:
 def door(saver: SQLAlchemySaver, mode: str) -> Door:
     """The saver seen through its sync or async methods, with one awaitable API."""
     return Door(saver, mode)
+
+
+# -- the long-term memory store (issue 17) ---------------------------------------------
+
+
+class StoreDoor:
+    """The store through one mode: ``door.put(...)`` is ``store.put(...)`` ("sync") or
+    ``await store.aput(...)`` ("async"), awaitable either way, for every method pair of
+    the store's class (:func:`tests.doors.twins`: ``get``, ``put``, ``search``,
+    ``list_namespaces``, ``batch``, ``sweep_ttl``, ...), none listed by hand."""
+
+    def __init__(self, store: Any, mode: str) -> None:
+        assert mode in ("sync", "async")
+        self.store = store
+        self.mode = mode
+
+    @property
+    def is_async(self) -> bool:
+        return self.mode == "async"
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        """``name`` of the store's method pairs, as an awaitable through this door.
+
+        Raises:
+            AttributeError: the store has no ``name``/``aname`` pair.
+        """
+        store = self.__dict__.get("store")
+        if store is None or name not in twins(type(store)):
+            raise AttributeError(name)
+
+        async def method(*args: Any, **kwargs: Any) -> Any:
+            if self.is_async:
+                return await getattr(store, "a" + name)(*args, **kwargs)
+            return getattr(store, name)(*args, **kwargs)
+
+        method.__name__ = name
+        return method
+
+
+class HashEmbeddings(Embeddings):
+    """A deterministic bag-of-words embedding (no model): each lower-cased word adds 1 to
+    the dimension its SHA-256 picks, so texts sharing words are close."""
+
+    def __init__(self, dims: int = 16) -> None:
+        self.dims = dims
+        self.calls: list[str] = []  # every text embedded, in order
+
+    def _one(self, text: str) -> list[float]:
+        self.calls.append(text)
+        vector = [0.0] * self.dims
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.sha256(word.encode()).digest()
+            vector[int.from_bytes(digest[:4], "big") % self.dims] += 1
+        return vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
+
+
+@pytest.fixture
+async def store_factory(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> AsyncIterator[Callable[..., SQLAlchemyStore]]:
+    """Call it (``factory(index=..., ttl=..., clock=...)``) for a new set-up store on the
+    test's backend, with empty tables of its own; every store made is closed (``aclose``,
+    in the test's event loop) after the test."""
+    made: list[SQLAlchemyStore] = []
+
+    def factory(**kwargs: Any) -> SQLAlchemyStore:
+        args = new_saver_args(backend, request, tmp_path)
+        s = SQLAlchemyStore.from_conn_string(args.pop("conn_string"), **args, **kwargs)
+        s.setup()
+        made.append(s)
+        return s
+
+    yield factory
+    for s in reversed(made):
+        await s.aclose()
+
+
+@pytest.fixture
+def store(store_factory: Callable[..., SQLAlchemyStore]) -> SQLAlchemyStore:
+    """A set-up store with empty tables on the test's backend (no index, no TTL)."""
+    return store_factory()
+
+
+@pytest.fixture
+def store_door(store: SQLAlchemyStore, mode: str) -> StoreDoor:
+    """The ``store`` fixture through its sync or async methods (the ``mode`` fixture)."""
+    return StoreDoor(store, mode)
+
+
+class Clock:
+    """A clock the test moves: pass it as the store's ``clock=``; ``advance`` moves it."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        """Move forward by ``timedelta(**delta)``; returns the new time."""
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A :class:`Clock` at 2026-01-01 12:00 UTC, for the store's ``clock=``."""
+    return Clock()
