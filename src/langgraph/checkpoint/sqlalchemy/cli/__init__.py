@@ -23,7 +23,8 @@ each other or this module:
 
 - :mod:`.schema`: ``upgrade``, ``downgrade``, ``current``, ``stamp``;
 - :mod:`.threads`: ``threads list|show|delete``, ``prune``, ``copy-thread``, ``stats``;
-- :mod:`.data`: ``copy``, ``export``, ``import``.
+- :mod:`.data`: ``copy``, ``export``, ``import``;
+- :mod:`.store`: ``store list-namespaces|stats|sweep|copy`` (the long-term memory store).
 
 Building the parser imports no database library: the command modules import SQLAlchemy,
 Alembic, LangGraph and the saver inside the commands that need them, so that ``--help``
@@ -41,7 +42,7 @@ from typing import NoReturn
 
 from .._default_url import DEFAULT_URL, url_from_env
 from .._display import masked_text
-from . import data, schema, threads
+from . import data, schema, store, threads
 from .common import Handler
 from .explain import explain, one_line
 
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_commands(sub, common)
     threads.add_commands(sub, common)
     data.add_commands(sub, common)
+    store.add_commands(sub, common)
     return parser
 
 

@@ -1,0 +1,249 @@
+"""CLI commands on the long-term memory store: ``store list-namespaces``, ``store stats``,
+``store sweep``, ``store copy``, and their parser (:func:`add_commands`).
+
+Each is a thin layer over :class:`~langgraph.store.sqlalchemy.SQLAlchemyStore`'s public
+methods (``list_namespaces``, ``stats``, ``sweep_ttl``) and, for ``copy``, over
+:func:`langgraph.checkpoint.sqlalchemy.store.transfer.copy_store`. The store, LangGraph
+and ``rich`` (the progress bar of ``copy``) are imported when a command runs, not when
+the parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SchemaOutOfDateError
+from .common import (
+    CommandError,
+    add_command,
+    cell,
+    count,
+    emit,
+    masked,
+    positive,
+    require_database,
+    require_folder,
+)
+
+if TYPE_CHECKING:
+    from langgraph.store.base import IndexConfig
+
+    from ..store import SQLAlchemyStore
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``store`` command group to the CLI's subparsers ``sub``.
+
+    Args:
+        sub: What ``ArgumentParser.add_subparsers`` returned.
+        common: The parent parser of the global options.
+    """
+    group = sub.add_parser("store", help="the long-term memory store: namespaces, stats, TTL, copy")
+    ssub = group.add_subparsers(dest="store_command", required=True, metavar="ACTION")
+    ls = add_command(ssub, common, "list-namespaces", cmd_list_namespaces, "namespaces, in order")
+    ls.add_argument("--prefix", metavar="A.B", help="only under this prefix (* = any label)")
+    ls.add_argument("--suffix", metavar="A.B", help="only ending with these labels (* = any)")
+    ls.add_argument("--max-depth", type=positive, help="truncate namespaces to N labels")
+    ls.add_argument("--limit", type=count, default=100, help="namespaces shown (default 100)")
+    ls.add_argument("--offset", type=count, default=0, help="namespaces skipped")
+    add_command(ssub, common, "stats", cmd_stats, "items, namespaces, vectors and expired items")
+    add_command(ssub, common, "sweep", cmd_sweep, "delete the expired items now")
+    cp = add_command(
+        ssub,
+        common,
+        "copy",
+        cmd_copy,
+        "copy an official SqliteStore file or PostgresStore database into ours (--url)",
+    )
+    cp.add_argument("--from", dest="source", required=True, metavar="URL", help="source")
+    cp.add_argument("--to", dest="target", metavar="URL", help="our database (default: --url)")
+    cp.add_argument(
+        "--from-kind",
+        choices=["auto", "sqlite", "postgres"],
+        default="auto",
+        help="what the source is (default: from its URL)",
+    )
+    cp.add_argument("--from-schema", help="PostgreSQL schema of the source's tables")
+    cp.add_argument(
+        "--index",
+        metavar="JSON",
+        help='the target\'s index config, to embed items: {"dims": 1536, "embed": '
+        '"openai:text-embedding-3-small", "fields": ["$"]} (source vectors of that size '
+        "are reused)",
+    )
+    cp.add_argument("--batch-size", type=positive, default=500, help="items a transaction")
+    cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _labels(text: str | None, option: str) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    labels = tuple(text.split("."))
+    if not all(labels):
+        raise CommandError(
+            f"{option} {text!r}: labels joined by '.', none empty (e.g. users.*.memories)", 2
+        )
+    return labels
+
+
+@contextmanager
+def _open_store(
+    args: argparse.Namespace,
+    url: str | None = None,
+    *,
+    create: bool = False,
+    option: str = "--url",
+    index: IndexConfig | None = None,
+) -> Iterator[SQLAlchemyStore]:
+    """Our store on ``url`` (default ``--url``). ``create``: a SQLite file that does not
+    exist may be created (the target of ``copy``); else it is refused."""
+    from ..store import SQLAlchemyStore
+
+    url = url or args.url
+    (require_folder if create else require_database)(url, option)
+    args.url_in_use = url
+    # An operator's command fails fast on a server that is down (one retry, at once).
+    store = SQLAlchemyStore.from_conn_string(url, schema=args.schema, index=index, retry_timeout=0)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def cmd_list_namespaces(args: argparse.Namespace) -> int:
+    prefix = _labels(args.prefix, "--prefix")
+    suffix = _labels(args.suffix, "--suffix")
+    with _open_store(args) as store:
+        found = store.list_namespaces(
+            prefix=prefix,
+            suffix=suffix,
+            max_depth=args.max_depth,
+            limit=args.limit,
+            offset=args.offset,
+        )
+    names = [".".join(ns) for ns in found]
+
+    def human() -> None:
+        if not names:
+            print("no namespaces")
+        for name in names:
+            print(cell(name))
+        if args.limit and len(names) == args.limit:
+            print(f"next page: --offset {args.offset + args.limit}")
+
+    emit(args, names, human)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open_store(args) as store:
+        stats = asdict(store.stats())
+
+    def human() -> None:
+        width = max(map(len, stats))
+        for name, value in stats.items():
+            print(f"{name.ljust(width)}  {value}")
+        if stats["expired"]:
+            print("expired items are deleted by: langgraph-checkpoint-sqlalchemy store sweep")
+
+    emit(args, stats, human)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    # No confirmation: an expired item is already invisible to every read.
+    with _open_store(args) as store:
+        deleted = store.sweep_ttl()
+    emit(args, {"deleted": deleted}, lambda: print(f"deleted {deleted} expired item(s)"))
+    return 0
+
+
+@contextmanager
+def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("copying items", total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def _index(text: str | None) -> IndexConfig | None:
+    from ..store.config import index_config
+    from ..store.vectors import IndexSpec
+
+    if text is None:
+        return None
+    try:
+        config = index_config(json.loads(text), "--index")
+        if config is not None:
+            IndexSpec(config)  # loads the embedding model: a bad name fails here
+        return config
+    except ValueError as e:
+        raise CommandError(f"--index: {e}", 2) from None
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    from ..errors import UnknownSourceError
+    from ..store import transfer
+
+    index = _index(args.index)
+    target_url = args.target or args.url
+    # The source is only read: a SQLite path that does not exist is refused, not created.
+    require_database(args.source, "--from")
+    args.url_in_use = args.source
+    try:
+        with transfer.open_store_source(
+            args.source, kind=args.from_kind, schema=args.from_schema
+        ) as source:
+            option = "--to" if args.target else "--url"
+            with _open_store(args, target_url, create=True, option=option, index=index) as target:
+                try:
+                    target.setup()
+                except SchemaOutOfDateError as e:
+                    raise CommandError(f"{option} {masked(target_url)}: {e}", 1) from e
+                show = not (args.no_progress or args.json) and sys.stderr.isatty()
+                total = source.count() if show else 0
+                with _progress_bar(show, total) as progress:
+                    report = transfer.copy_store(
+                        source, target, batch_size=args.batch_size, progress=progress
+                    )
+    except UnknownSourceError as e:
+        raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
+
+    def human() -> None:
+        print(
+            f"read {report.read} item(s) from the {report.source} store: copied "
+            f"{report.copied} ({report.vectors_reused} with their embeddings), "
+            f"{report.unchanged} already there, {report.expired} expired (not copied), "
+            f"{report.rejected_count} rejected"
+        )
+        for r in report.rejected:
+            print(f"REJECTED {cell(r.namespace)}/{cell(r.key)}: {cell(r.reason)}")
+        if report.differ:
+            shown = ", ".join(cell(d) for d in report.differing)
+            print(
+                f"MISMATCH {report.differ} item(s) missing or different in the target "
+                f"(first: {shown}); run the copy again"
+            )
+        else:
+            print(f"verified: all {report.verified} item(s) of the source are in the target")
+
+    emit(args, asdict(report), human)
+    return 1 if report.differ else 0

@@ -1,0 +1,138 @@
+"""A store's ``index`` and ``ttl`` configs read from JSON, strictly: the LangGraph
+server's ``LANGGRAPH_STORE`` environment variable (the ``store`` section of
+``langgraph.json``) and the command line's ``store copy --index``.
+
+A value of the wrong type is an error that names it, before anything is opened; keys
+this store does not use (``path``, PostgreSQL's ``ann_index_config``) are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, cast
+
+from langgraph.store.base import IndexConfig, TTLConfig
+
+__all__ = [
+    "STORE_ENV",
+    "index_config",
+    "setup_from_env",
+    "store_config_from_env",
+    "ttl_config",
+]
+
+_NO = {"0", "false", "no", "off"}
+_YES = {"1", "true", "yes", "on"}
+
+#: The LangGraph server passes the ``store`` section of ``langgraph.json`` as JSON here.
+STORE_ENV = "LANGGRAPH_STORE"
+
+
+def _number(value: Any, what: str, *, whole: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number, not {value!r}")
+    if whole and not isinstance(value, int):
+        raise ValueError(f"{what} must be a whole number, not {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be > 0, not {value!r}")
+    return value
+
+
+def index_config(data: Any, where: str) -> IndexConfig | None:
+    """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
+    "fields": ["path", ...]}``; None for None.
+
+    Args:
+        data: The parsed JSON.
+        where: Where it comes from, for the error (``LANGGRAPH_STORE["index"]``).
+
+    Raises:
+        ValueError: Not such an object.
+    """
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a JSON object, not {data!r}")
+    dims = _number(data.get("dims"), f"{where}['dims']", whole=True)
+    embed = data.get("embed")
+    if not isinstance(embed, str) or not embed.strip():
+        raise ValueError(
+            f"{where}['embed'] must name an embedding model (e.g. "
+            f"'openai:text-embedding-3-small'), not {embed!r}"
+        )
+    config: dict[str, Any] = {"dims": int(dims), "embed": embed}
+    fields = data.get("fields")
+    if fields is not None:
+        if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+            raise ValueError(f"{where}['fields'] must be a list of field paths, not {fields!r}")
+        config["fields"] = fields
+    return cast(IndexConfig, config)
+
+
+def ttl_config(data: Any, where: str) -> TTLConfig | None:
+    """``data`` (parsed JSON) as a ``TTLConfig``: ``{"default_ttl": minutes,
+    "refresh_on_read": bool, "sweep_interval_minutes": int}``; None for None.
+
+    Raises:
+        ValueError: Not such an object.
+    """
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a JSON object, not {data!r}")
+    config: dict[str, Any] = {}
+    if data.get("default_ttl") is not None:
+        config["default_ttl"] = _number(data["default_ttl"], f"{where}['default_ttl']")
+    if "refresh_on_read" in data:
+        refresh = data["refresh_on_read"]
+        if not isinstance(refresh, bool):
+            raise ValueError(f"{where}['refresh_on_read'] must be true or false, not {refresh!r}")
+        config["refresh_on_read"] = refresh
+    if data.get("sweep_interval_minutes") is not None:
+        config["sweep_interval_minutes"] = int(
+            _number(
+                data["sweep_interval_minutes"], f"{where}['sweep_interval_minutes']", whole=True
+            )
+        )
+    return cast(TTLConfig, config)
+
+
+def store_config_from_env() -> tuple[IndexConfig | None, TTLConfig | None]:
+    """The ``index`` and ``ttl`` of ``$LANGGRAPH_STORE`` (unset or empty: neither).
+
+    Raises:
+        ValueError: Not a JSON object, or an ``index`` or ``ttl`` of the wrong shape.
+    """
+    text = os.environ.get(STORE_ENV, "").strip()
+    if not text:
+        return None, None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{STORE_ENV} is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{STORE_ENV} must be a JSON object, not {data!r}")
+    return (
+        index_config(data.get("index"), f"{STORE_ENV}['index']"),
+        ttl_config(data.get("ttl"), f"{STORE_ENV}['ttl']"),
+    )
+
+
+def setup_from_env() -> bool:
+    """``LANGGRAPH_CHECKPOINT_SETUP`` as the saver's server factory reads it: yes (the
+    default) runs the migrations at start, no skips them.
+
+    Raises:
+        ValueError: Neither a yes (1/true/yes/on) nor a no (0/false/no/off).
+    """
+    value = os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    raise ValueError(
+        f"LANGGRAPH_CHECKPOINT_SETUP={value!r} is not understood: use 1/true/yes/on to run "
+        "the migrations at start (the default) or 0/false/no/off to skip them"
+    )

@@ -1,0 +1,243 @@
+"""Moving in: copy an official LangGraph store into a :class:`~.store.SQLAlchemyStore`.
+
+Sources: a ``SqliteStore`` file (``langgraph-checkpoint-sqlite``) or a ``PostgresStore``
+database (``langgraph-checkpoint-postgres``), read by :mod:`.official` (which says how a
+row becomes an item). A row that is not an item our store can hold (bad JSON, not an
+object, a value or namespace our store refuses, an unreadable time) is reported in
+:attr:`StoreCopyReport.rejected` and skipped; it never stops the copy. Items already
+expired at the start of the copy are skipped (counted in ``expired``): our store would
+never return them and its sweep would delete them.
+
+Embeddings: a source vector is reused when the target has an index config of the same
+``dims``; otherwise the target computes them with its own index config
+(``vectors=None``). An item with no vectors in the source (put with ``index=False``) is
+embedded by a target that has an index config.
+
+Resuming: the copy is idempotent and re-runnable. Each page is compared with what the
+target already holds for those keys (value, created, updated and expiry times, TTL);
+items that are the same are skipped (``unchanged``: nothing written, no embedding
+computed), the others are written with :meth:`~.store.SQLAlchemyStore.load_items`, one
+transaction a page. An interrupted copy is resumed by running it again: the pages that
+were committed are skipped, the rest are copied. No progress marker is kept anywhere, so
+a re-run also catches up with items changed in the source since (a refreshed TTL
+included). After the copy every source item is read again and compared with the
+target (:attr:`StoreCopyReport.verified`, ``differ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select
+
+from . import namespaces
+from ._loading import StoredItem, seconds
+from .official import BATCH, SourceRow, StoreSource, StoreSourceKind, open_store_source
+from .store import SQLAlchemyStore
+from .tables import items as our_items
+
+__all__ = [
+    "BATCH",
+    "RejectedRow",
+    "StoreCopyReport",
+    "StoreSource",
+    "StoreSourceKind",
+    "copy_store",
+    "open_store_source",
+]
+
+#: Rejected rows and differing items named in a report (all are counted).
+SHOWN = 20
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """A source row that is not an item our store can hold: skipped.
+
+    Attributes:
+        namespace: The row's ``prefix`` as read (namespace labels joined by ``"."``).
+        key: The row's key as read.
+        reason: Why it was skipped.
+    """
+
+    namespace: str
+    key: str
+    reason: str
+
+
+@dataclass
+class StoreCopyReport:
+    """What :func:`copy_store` did.
+
+    Attributes:
+        source: The kind of source read (``sqlite`` or ``postgres``).
+        read: Rows read from the source.
+        copied: Items written to the target (new or different there).
+        unchanged: Items the target already held the same (a re-run): not written.
+        expired: Items expired at the start of the copy: not copied.
+        rejected: Rows skipped because they are not items (the first :data:`SHOWN`).
+        rejected_count: All rows skipped so.
+        vectors_reused: Copied items whose source embeddings were kept.
+        verified: Source items found the same in the target after the copy.
+        differ: Source items missing or different in the target after the copy
+            (changed in the source meanwhile, or failed): run the copy again.
+        differing: ``"namespace/key"`` of the first :data:`SHOWN` of them.
+    """
+
+    source: str
+    read: int = 0
+    copied: int = 0
+    unchanged: int = 0
+    expired: int = 0
+    rejected: list[RejectedRow] = field(default_factory=list)
+    rejected_count: int = 0
+    vectors_reused: int = 0
+    verified: int = 0
+    differ: int = 0
+    differing: list[str] = field(default_factory=list)
+
+
+# -- the target ------------------------------------------------------------------------
+
+
+def _held(target: SQLAlchemyStore, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    """What the target holds of ``keys`` (stored namespace text, key): its rows, read
+    without refreshing any TTL (expired items included)."""
+    c = our_items.c
+    by_ns: dict[str, list[str]] = {}
+    for ns, key in keys:
+        by_ns.setdefault(ns, []).append(key)
+    options: dict[str, Any] = (
+        {"schema_translate_map": {None: target.schema}} if target.schema else {}
+    )
+    out: dict[tuple[str, str], Any] = {}
+    with target.engine.connect().execution_options(**options) as conn:
+        for ns, ks in by_ns.items():
+            stmt = select(
+                c.namespace,
+                c.key,
+                c.value,
+                c.created_at,
+                c.updated_at,
+                c.expires_at,
+                c.ttl_minutes,
+            ).where(c.namespace == ns, c.key.in_(ks))
+            for row in conn.execute(stmt):
+                out[(str(row[0]), str(row[1]))] = row
+    return out
+
+
+def _same(item: StoredItem, row: Any) -> bool:
+    """Whether the target's row holds ``item`` as the copy would write it."""
+    if row is None:
+        return False
+    expires = None if item.expires_at is None else seconds(item.expires_at)
+    return bool(
+        row.value == item.value
+        and row.created_at == seconds(item.created_at)
+        and row.updated_at == seconds(item.updated_at)
+        and row.expires_at == expires
+        and row.ttl_minutes == item.ttl_minutes
+    )
+
+
+def _stored_key(item: StoredItem) -> tuple[str, str]:
+    return (namespaces.encode(item.namespace), item.key)
+
+
+def _alive(
+    rows: list[SourceRow], now: datetime, report: StoreCopyReport | None
+) -> list[StoredItem]:
+    """The items of a page that are not expired at ``now``; rejected rows and expired
+    items counted in ``report`` when given."""
+    out = []
+    for row in rows:
+        if row.item is None:
+            if report is not None:
+                report.rejected_count += 1
+                if len(report.rejected) < SHOWN:
+                    report.rejected.append(RejectedRow(row.prefix, row.key, row.reason))
+            continue
+        if row.item.expires_at is not None and row.item.expires_at <= now:
+            if report is not None:
+                report.expired += 1
+            continue
+        out.append(row.item)
+    return out
+
+
+def _reusable(item: StoredItem, dims: int | None) -> StoredItem:
+    """``item`` with its source vectors only when they fit the target's index."""
+    if item.vectors is None:
+        return item
+    if dims is not None and all(len(v) == dims for v in item.vectors.values()):
+        return item
+    return StoredItem(
+        item.namespace,
+        item.key,
+        item.value,
+        item.created_at,
+        item.updated_at,
+        item.expires_at,
+        item.ttl_minutes,
+        None,
+    )
+
+
+def copy_store(
+    source: StoreSource,
+    target: SQLAlchemyStore,
+    *,
+    batch_size: int = BATCH,
+    progress: Callable[[int], None] | None = None,
+    verify: bool = True,
+) -> StoreCopyReport:
+    """Copy every item of ``source`` into ``target`` (see the module's docstring).
+
+    Args:
+        source: From :func:`open_store_source`.
+        target: Our store, set up (``setup()``).
+        batch_size: Rows a page: read, compared and written in one transaction.
+        progress: Called with the number of rows read so far after each page.
+        verify: Read the source again afterwards and compare every item with the target.
+
+    Returns:
+        The report: copied, unchanged, expired, rejected, verified, differ.
+
+    Raises:
+        ValueError: ``batch_size`` is not positive, or the target's embedding model
+            returned vectors of the wrong size.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}")
+    now = datetime.now(timezone.utc)
+    index = target.index_config
+    dims = int(index["dims"]) if index else None
+    report = StoreCopyReport(source.kind)
+    for page in source.pages(batch_size):
+        report.read += len(page)
+        alive = _alive(page, now, report)
+        held = _held(target, [_stored_key(i) for i in alive])
+        todo = [_reusable(i, dims) for i in alive if not _same(i, held.get(_stored_key(i)))]
+        report.unchanged += len(alive) - len(todo)
+        if todo:
+            target.load_items(todo, batch_size=len(todo))
+            report.copied += len(todo)
+            report.vectors_reused += sum(1 for i in todo if i.vectors and dims is not None)
+        if progress is not None:
+            progress(report.read)
+    if verify:
+        for page in source.pages(batch_size):
+            alive = _alive(page, now, None)
+            held = _held(target, [_stored_key(i) for i in alive])
+            for item in alive:
+                if _same(item, held.get(_stored_key(item))):
+                    report.verified += 1
+                else:
+                    report.differ += 1
+                    if len(report.differing) < SHOWN:
+                        report.differing.append(".".join(item.namespace) + "/" + item.key)
+    return report
