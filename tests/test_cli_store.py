@@ -287,3 +287,36 @@ async def test_server_store_without_setup_fails_clearly(
     async with server.store() as store:
         with pytest.raises(SchemaOutOfDateError):
             await store.aget(("a",), "k")
+
+
+EMBED_FILE = """
+import hashlib
+
+
+def embed(texts):
+    return [[b / 255 for b in hashlib.sha256(t.encode()).digest()[:4]] for t in texts]
+"""
+
+
+async def test_server_store_embeds_with_a_function_from_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``"embed": "./file.py:function"``, as the LangGraph server's own store takes it."""
+    from langgraph.store.sqlalchemy import server
+
+    (tmp_path / "emb.py").write_text(EMBED_FILE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LANGGRAPH_STORE_URL", f"sqlite:///{tmp_path / 's.sqlite'}")
+    index = {"dims": 4, "embed": "./emb.py:embed", "fields": ["text"]}
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"index": index}))
+    async with server.store() as store:
+        await store.aput(("a",), "x", {"text": "apples"})
+        await store.aput(("a",), "y", {"text": "pears"})
+        hits = await store.asearch(("a",), query="pears")
+        assert hits[0].key == "y" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+        assert (await store.astats()).vectors == 2
+    for embed, match in (("./nope.py:embed", "no such file"), ("./emb.py:other", "no function")):
+        monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"index": {**index, "embed": embed}}))
+        with pytest.raises(ValueError, match=match):
+            async with server.store():
+                pytest.fail("started")

@@ -8,9 +8,11 @@ this store does not use (``path``, PostgreSQL's ``ann_index_config``) are ignore
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
+import re
 from typing import Any, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig
@@ -40,9 +42,41 @@ def _number(value: Any, what: str, *, whole: bool = False) -> float:
     return value
 
 
+#: ``./path/to/file.py:function``: an embedding function in a Python file, as the
+#: LangGraph server's own store reads ``embed``.
+_FILE_FUNCTION = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def _embed(embed: str, where: str) -> Any:
+    """``embed`` as ``IndexConfig`` takes it: a model name (``provider:model``) as it
+    is, or the function that ``path/to/file.py:name`` names (relative to the working
+    directory), imported from that file.
+
+    Raises:
+        ValueError: No such file, or no callable of that name in it.
+    """
+    match = _FILE_FUNCTION.match(embed.strip())
+    if match is None:
+        return embed
+    path = os.path.abspath(match["path"])
+    if not os.path.isfile(path):
+        raise ValueError(f"{where}: no such file {path}")
+    spec = importlib.util.spec_from_file_location(f"_lgsa_embed_{abs(hash(path))}", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
+        raise ValueError(f"{where}: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function = getattr(module, match["name"], None)
+    if not callable(function):
+        raise ValueError(f"{where}: {path} has no function {match['name']!r}")
+    return function
+
+
 def index_config(data: Any, where: str) -> IndexConfig | None:
     """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
-    "fields": ["path", ...]}``; None for None.
+    "fields": ["path", ...]}``; None for None. ``embed`` may also be
+    ``"./path/to/file.py:function"``: that file is imported (it is the operator's code,
+    as the store's own ``path``) and the function is the embedding.
 
     Args:
         data: The parsed JSON.
@@ -62,7 +96,7 @@ def index_config(data: Any, where: str) -> IndexConfig | None:
             f"{where}['embed'] must name an embedding model (e.g. "
             f"'openai:text-embedding-3-small'), not {embed!r}"
         )
-    config: dict[str, Any] = {"dims": int(dims), "embed": embed}
+    config: dict[str, Any] = {"dims": int(dims), "embed": _embed(embed, f"{where}['embed']")}
     fields = data.get("fields")
     if fields is not None:
         if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
