@@ -438,3 +438,20 @@ def test_a_postgres_store_in_a_schema(postgres_source: str, tmp_path: Path) -> N
         with transfer.open_store_source(postgres_source, schema="official") as src:
             report = transfer.copy_store(src, target)
         assert (report.copied, report.verified, report.differ) == (ALIVE, ALIVE, 0)
+
+
+def test_a_rerun_with_an_index_embeds_what_a_copy_without_one_left_out(
+    sqlite_source: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    with open_target(url) as target:
+        assert copy(sqlite_source, target).copied == ALIVE
+        assert target.stats().vectors == 0
+    embed = Counting(dims=4)
+    with open_target(url, index={"dims": 4, "embed": embed, "fields": ["text"]}) as target:
+        report = copy(sqlite_source, target)
+        # every item with a text is written again, with vectors; "empty" has no text
+        assert (report.copied, report.unchanged, report.differ) == (ALIVE - 1, 1, 0)
+        assert embed.calls == ALIVE - 1 and target.stats().vectors == ALIVE - 1
+        assert held(target) == expected(sqlite_source)
+        assert copy(sqlite_source, target).copied == 0 and embed.calls == ALIVE - 1

@@ -14,8 +14,9 @@ Embeddings: a source vector is reused when the target has an index config of the
 embedded by a target that has an index config.
 
 Resuming: the copy is idempotent and re-runnable. Each page is compared with what the
-target already holds for those keys (value, created, updated and expiry times, TTL);
-items that are the same are skipped (``unchanged``: nothing written, no embedding
+target already holds for those keys (value, created, updated and expiry times, TTL, and,
+when the target has an index config, whether the item has vectors there: a first copy
+without one is completed by a re-run with one); items that are the same are skipped (``unchanged``: nothing written, no embedding
 computed), the others are written with :meth:`~.store.SQLAlchemyStore.load_items`, one
 transaction a page. An interrupted copy is resumed by running it again: the pages that
 were committed are skipped, the rest are copied. No progress marker is kept anywhere, so
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
 from sqlalchemy import select
 
 from . import namespaces
@@ -38,6 +41,7 @@ from ._loading import StoredItem, seconds
 from .official import BATCH, SourceRow, StoreSource, StoreSourceKind, open_store_source
 from .store import SQLAlchemyStore
 from .tables import items as our_items
+from .tables import vectors as our_vectors
 
 __all__ = [
     "BATCH",
@@ -103,45 +107,69 @@ class StoreCopyReport:
 # -- the target ------------------------------------------------------------------------
 
 
-def _held(target: SQLAlchemyStore, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
-    """What the target holds of ``keys`` (stored namespace text, key): its rows, read
-    without refreshing any TTL (expired items included)."""
-    c = our_items.c
-    by_ns: dict[str, list[str]] = {}
-    for ns, key in keys:
-        by_ns.setdefault(ns, []).append(key)
-    options: dict[str, Any] = (
-        {"schema_translate_map": {None: target.schema}} if target.schema else {}
-    )
-    out: dict[tuple[str, str], Any] = {}
-    with target.engine.connect().execution_options(**options) as conn:
-        for ns, ks in by_ns.items():
-            stmt = select(
-                c.namespace,
-                c.key,
-                c.value,
-                c.created_at,
-                c.updated_at,
-                c.expires_at,
-                c.ttl_minutes,
-            ).where(c.namespace == ns, c.key.in_(ks))
-            for row in conn.execute(stmt):
-                out[(str(row[0]), str(row[1]))] = row
-    return out
+class _Target:
+    """What the target holds, read page by page without refreshing any TTL (expired
+    items included): rows of the items table, and which items have vectors."""
 
+    def __init__(self, store: SQLAlchemyStore) -> None:
+        self.store = store
+        index = store.index_config
+        self.dims = int(index["dims"]) if index else None
+        fields = (index.get("fields") or ["$"]) if index else []
+        self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in fields]
+        self.options: dict[str, Any] = (
+            {"schema_translate_map": {None: store.schema}} if store.schema else {}
+        )
 
-def _same(item: StoredItem, row: Any) -> bool:
-    """Whether the target's row holds ``item`` as the copy would write it."""
-    if row is None:
-        return False
-    expires = None if item.expires_at is None else seconds(item.expires_at)
-    return bool(
-        row.value == item.value
-        and row.created_at == seconds(item.created_at)
-        and row.updated_at == seconds(item.updated_at)
-        and row.expires_at == expires
-        and row.ttl_minutes == item.ttl_minutes
-    )
+    def held(self, items: Sequence[StoredItem]) -> tuple[dict[tuple[str, str], Any], set[Any]]:
+        """The rows of ``items`` in the target, and the keys of those with vectors (only
+        read when the target has an index config)."""
+        by_ns: dict[str, list[str]] = {}
+        for item in items:
+            by_ns.setdefault(namespaces.encode(item.namespace), []).append(item.key)
+        c, v = our_items.c, our_vectors.c
+        rows: dict[tuple[str, str], Any] = {}
+        embedded: set[Any] = set()
+        with self.store.engine.connect().execution_options(**self.options) as conn:
+            for ns, keys in by_ns.items():
+                stmt = select(
+                    c.namespace,
+                    c.key,
+                    c.value,
+                    c.created_at,
+                    c.updated_at,
+                    c.expires_at,
+                    c.ttl_minutes,
+                ).where(c.namespace == ns, c.key.in_(keys))
+                for row in conn.execute(stmt):
+                    rows[(str(row[0]), str(row[1]))] = row
+                if self.fields:
+                    found = select(v.namespace, v.key).where(v.namespace == ns, v.key.in_(keys))
+                    embedded.update((str(a), str(b)) for a, b in conn.execute(found.distinct()))
+        return rows, embedded
+
+    def embeds(self, item: StoredItem) -> bool:
+        """Whether the target's index config finds a text to embed in ``item``."""
+        return any(
+            tokens == "$" or get_text_at_path(item.value, tokens) for _, tokens in self.fields
+        )
+
+    def same(self, item: StoredItem, rows: dict[tuple[str, str], Any], embedded: set[Any]) -> bool:
+        """Whether the target holds ``item`` as the copy would write it, with vectors
+        when its index config embeds the item."""
+        key = _stored_key(item)
+        row = rows.get(key)
+        if row is None:
+            return False
+        expires = None if item.expires_at is None else seconds(item.expires_at)
+        return bool(
+            row.value == item.value
+            and row.created_at == seconds(item.created_at)
+            and row.updated_at == seconds(item.updated_at)
+            and row.expires_at == expires
+            and row.ttl_minutes == item.ttl_minutes
+            and (key in embedded or not self.embeds(item))
+        )
 
 
 def _stored_key(item: StoredItem) -> tuple[str, str]:
@@ -214,14 +242,14 @@ def copy_store(
     if batch_size < 1:
         raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}")
     now = datetime.now(timezone.utc)
-    index = target.index_config
-    dims = int(index["dims"]) if index else None
+    ours = _Target(target)
+    dims = ours.dims
     report = StoreCopyReport(source.kind)
     for page in source.pages(batch_size):
         report.read += len(page)
         alive = _alive(page, now, report)
-        held = _held(target, [_stored_key(i) for i in alive])
-        todo = [_reusable(i, dims) for i in alive if not _same(i, held.get(_stored_key(i)))]
+        rows, embedded = ours.held(alive)
+        todo = [_reusable(i, dims) for i in alive if not ours.same(i, rows, embedded)]
         report.unchanged += len(alive) - len(todo)
         if todo:
             target.load_items(todo, batch_size=len(todo))
@@ -232,9 +260,9 @@ def copy_store(
     if verify:
         for page in source.pages(batch_size):
             alive = _alive(page, now, None)
-            held = _held(target, [_stored_key(i) for i in alive])
+            rows, embedded = ours.held(alive)
             for item in alive:
-                if _same(item, held.get(_stored_key(item))):
+                if ours.same(item, rows, embedded):
                     report.verified += 1
                 else:
                     report.differ += 1
