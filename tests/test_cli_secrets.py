@@ -90,6 +90,13 @@ class Files:
         self.dump = tmp_path / "dump.jsonl"
         assert cli.main(["export", IMPORTED, "-o", str(self.dump), "--url", str(self.source)]) == 0
         self.n = 0
+        # An official SqliteStore file: the source of ``store copy`` (the secret is in --url).
+        from langgraph.store.sqlite import SqliteStore
+
+        self.official_store = tmp_path / "official-store.sqlite"
+        with SqliteStore.from_conn_string(str(self.official_store)) as store:
+            store.setup()
+            store.put(("users", "u1"), "k", {"text": "a memory"})
 
     def new(self, name: str) -> str:
         """A new path in the test's folder."""
@@ -133,6 +140,8 @@ def argv_for(
         elif path == ("copy-thread",) and dest == "target":
             value = f"copy-{files.n}"
             files.n += 1
+        elif path == ("store", "copy") and dest == "source":
+            value = str(files.official_store)
         elif dest == "source":  # copy --from
             value = url if secret_in == "--from" else str(files.source)
         elif dest == "target":  # copy --to

@@ -50,7 +50,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.add_argument("--prefix", metavar="A.B", help="only under this prefix (* = any label)")
     ls.add_argument("--suffix", metavar="A.B", help="only ending with these labels (* = any)")
     ls.add_argument("--max-depth", type=positive, help="truncate namespaces to N labels")
-    ls.add_argument("--limit", type=count, default=100, help="namespaces shown (default 100)")
+    ls.add_argument("--limit", type=positive, default=100, help="namespaces shown (default 100)")
     ls.add_argument("--offset", type=count, default=0, help="namespaces skipped")
     add_command(ssub, common, "stats", cmd_stats, "items, namespaces, vectors and expired items")
     add_command(ssub, common, "sweep", cmd_sweep, "delete the expired items now")
