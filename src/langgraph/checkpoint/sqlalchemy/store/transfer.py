@@ -16,13 +16,14 @@ embedded by a target that has an index config.
 Resuming: the copy is idempotent and re-runnable. Each page is compared with what the
 target already holds for those keys (value, created, updated and expiry times, TTL, and,
 when the target has an index config, whether the item has vectors there: a first copy
-without one is completed by a re-run with one); items that are the same are skipped (``unchanged``: nothing written, no embedding
-computed), the others are written with :meth:`~.store.SQLAlchemyStore.load_items`, one
-transaction a page. An interrupted copy is resumed by running it again: the pages that
-were committed are skipped, the rest are copied. No progress marker is kept anywhere, so
-a re-run also catches up with items changed in the source since (a refreshed TTL
-included). After the copy every source item is read again and compared with the
-target (:attr:`StoreCopyReport.verified`, ``differ``).
+without one is completed by a re-run with one); items that are the same are skipped
+(``unchanged``: nothing written, no embedding computed), the others are written with
+:meth:`~.store.SQLAlchemyStore.load_items`, one transaction a page. An interrupted copy
+is resumed by running it again: the pages that were committed are skipped, the rest are
+copied. No progress marker is kept anywhere, so a re-run also catches up with items
+changed in the source since (a refreshed TTL included). After the copy every source item
+is read again and compared with the target (:attr:`StoreCopyReport.verified`,
+``differ``).
 """
 
 from __future__ import annotations
