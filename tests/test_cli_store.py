@@ -320,3 +320,18 @@ async def test_server_store_embeds_with_a_function_from_a_file(
         with pytest.raises(ValueError, match=match):
             async with server.store():
                 pytest.fail("started")
+
+
+async def test_server_store_on_every_backend(
+    empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.store.sqlalchemy import server
+
+    monkeypatch.setenv("LANGGRAPH_STORE_URL", empty_url)
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"ttl": {"sweep_interval_minutes": 5}}))
+    async with server.store() as store:
+        assert store._asweeper is not None
+        await store.aput(("a", "b"), "k", {"v": 1}, ttl=1)
+        assert (await store.aget(("a", "b"), "k")).value == {"v": 1}  # type: ignore[union-attr]
+        assert await store.alist_namespaces() == [("a", "b")]
+        assert (await store.astats()).items == 1
