@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import struct
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -455,3 +456,28 @@ def test_a_rerun_with_an_index_embeds_what_a_copy_without_one_left_out(
         assert embed.calls == ALIVE - 1 and target.stats().vectors == ALIVE - 1
         assert held(target) == expected(sqlite_source)
         assert copy(sqlite_source, target).copied == 0 and embed.calls == ALIVE - 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "vector"),
+    [
+        (struct.pack("<3f", 1.0, -2.5, 0.0), [1.0, -2.5, 0.0]),  # sqlite-vec's blob
+        ("[1,-2.5,0]", [1.0, -2.5, 0.0]),  # pgvector's text
+        (struct.pack("<2f", 1.0, float("nan")), None),
+        (struct.pack("<2f", 1.0, float("inf")), None),
+        (b"\x00\x00\x80", None),  # not whole float32 values
+        (b"", None),
+        ("[1, true]", None),
+        ('[1, "2"]', None),
+        ("[1, NaN]", None),
+        ("[]", None),
+        ("{1:0.5}/3", None),  # pgvector's sparsevec: recomputed
+        ("[" * 100_000, None),
+        (12, None),
+        (None, None),
+    ],
+)
+def test_source_vectors_are_read_as_data(raw: Any, vector: list[float] | None) -> None:
+    from langgraph.checkpoint.sqlalchemy.store.official import _vector
+
+    assert _vector(raw) == vector

@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import struct
+import sys
 import warnings
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ from . import namespaces
 from ._loading import StoredItem
 
 __all__ = ["BATCH", "SourceRow", "StoreSource", "StoreSourceKind", "open_store_source"]
+
+_BIG_ENDIAN = sys.byteorder == "big"
 
 #: Rows read (and items written) a page: one transaction of the target each.
 BATCH = 500
@@ -217,27 +220,34 @@ def _ttl(raw: Any) -> float | None:
 
 def _vector(raw: Any) -> list[float] | None:
     """A source embedding: a float32 little-endian blob (SqliteStore) or pgvector's text
-    ``[1,2,3]`` (PostgresStore); None when it is neither (then it is recomputed)."""
-    values: Any
+    ``[1,2,3]`` (PostgresStore); None when it is neither or holds NaN or an infinity
+    (then the target recomputes it)."""
+    values: list[float]
     if isinstance(raw, (bytes, bytearray, memoryview)):
         data = bytes(raw)
         if not data or len(data) % 4:
             return None
-        values = struct.unpack(f"<{len(data) // 4}f", data)
+        floats = array("f")
+        floats.frombytes(data)
+        if _BIG_ENDIAN:
+            floats.byteswap()
+        values = floats.tolist()
     elif isinstance(raw, str):
         try:
-            values = json.loads(raw, parse_constant=_no_constant)
-        except ValueError:
+            parsed = json.loads(raw, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
             return None
-        if not isinstance(values, list):
+        # type() and not isinstance(): a bool is not a number here
+        if not isinstance(parsed, list) or not all(type(v) in (int, float) for v in parsed):
             return None
+        values = [float(v) for v in parsed]
     else:
         return None
-    if not values or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
-    ):
+    # One sum finds any NaN or infinity (NaN propagates; inf - inf is NaN). It may also
+    # overflow on huge finite values: such a vector is recomputed, which is harmless.
+    if not values or not math.isfinite(sum(values)):
         return None
-    return [float(v) for v in values]
+    return values
 
 
 def _parse(row: Any, vectors: dict[str, list[float]] | None) -> SourceRow:
