@@ -481,3 +481,22 @@ def test_source_vectors_are_read_as_data(raw: Any, vector: list[float] | None) -
     from langgraph.checkpoint.sqlalchemy.store.official import _vector
 
     assert _vector(raw) == vector
+
+
+def test_an_item_the_target_store_refuses_is_reported_and_the_rest_copied(
+    sqlite_source: str, tmp_path: Path
+) -> None:
+    def embed(texts: list[str]) -> list[list[float]]:  # a wrong size for one text
+        return [[1.0] * (3 if t == "memory 4" else 4) for t in texts]
+
+    index = {"dims": 4, "embed": embed, "fields": ["text"]}
+    with open_target(f"sqlite:///{tmp_path / 't.db'}", index=index) as target:
+        report = copy(sqlite_source, target)
+        assert report.copied == ALIVE - 1 and report.rejected_count == 2
+        refused = [r for r in report.rejected if r.key == "k04"]
+        assert len(refused) == 1 and "dims=4" in refused[0].reason
+        assert (report.verified, report.differ, report.differing) == (
+            ALIVE - 1,
+            1,
+            ["users.u1.memories/k04"],
+        )

@@ -216,6 +216,38 @@ def _reusable(item: StoredItem, dims: int | None) -> StoredItem:
     )
 
 
+def _load(
+    target: SQLAlchemyStore, todo: list[StoredItem], report: StoreCopyReport
+) -> list[StoredItem]:
+    """Write ``todo`` in one transaction; when the store refuses an item (a check this
+    module does not make, or the embedding model's vector of the wrong size), write them
+    one by one and report the ones refused (the verification then counts them as
+    differing).
+
+    Returns:
+        The items written.
+    """
+    if not todo:
+        return []
+    try:
+        target.load_items(todo, batch_size=len(todo))
+        return todo
+    except (ValueError, TypeError):  # InvalidNamespaceError is a ValueError
+        pass
+    written = []
+    for item in todo:
+        try:
+            target.load_items([item])
+        except (ValueError, TypeError) as e:
+            report.rejected_count += 1
+            if len(report.rejected) < SHOWN:
+                reason = str(e) or type(e).__name__
+                report.rejected.append(RejectedRow(".".join(item.namespace), item.key, reason))
+            continue
+        written.append(item)
+    return written
+
+
 def copy_store(
     source: StoreSource,
     target: SQLAlchemyStore,
@@ -252,10 +284,9 @@ def copy_store(
         rows, embedded = ours.held(alive)
         todo = [_reusable(i, dims) for i in alive if not ours.same(i, rows, embedded)]
         report.unchanged += len(alive) - len(todo)
-        if todo:
-            target.load_items(todo, batch_size=len(todo))
-            report.copied += len(todo)
-            report.vectors_reused += sum(1 for i in todo if i.vectors and dims is not None)
+        written = _load(target, todo, report)
+        report.copied += len(written)
+        report.vectors_reused += sum(1 for i in written if i.vectors and dims is not None)
         if progress is not None:
             progress(report.read)
     if verify:
