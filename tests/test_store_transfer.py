@@ -393,12 +393,6 @@ def test_store_copy_command(
     assert code == 2 and capsys.readouterr().err.startswith("error: --index")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SQLAlchemyStore.load_items keeps the created_at of an item the target already "
-    "has (its upsert updates value, updated_at, expires_at, ttl_minutes only): the copy "
-    "then reports it as differing on every run",
-)
 def test_an_item_the_target_already_has_takes_the_source_times(
     sqlite_source: str, tmp_path: Path
 ) -> None:
