@@ -27,6 +27,7 @@ from sqlalchemy import Connection, bindparam, delete, func, select, update
 from .. import _driver
 from ..dialects import QueryBuilder
 from ..errors import StoreDecodeError
+from ..schema import read_json
 from . import namespaces
 from .filters import Filter
 from .tables import items, vectors
@@ -41,6 +42,7 @@ __all__ = [
     "StoreStats",
     "alive",
     "delete_expired",
+    "held",
     "item_of",
     "one_statement",
     "put_rows",
@@ -328,6 +330,43 @@ _REFRESH = (
     )
     .values(expires_at=bindparam("b_now") + items.c.ttl_minutes * 60.0)
 )
+
+
+def held(
+    conn: Connection, keys: Sequence[tuple[str, str]], with_vectors: bool
+) -> tuple[dict[tuple[str, str], Any], set[tuple[str, str]]]:
+    """The stored rows of ``keys`` (``(namespace text, key)``), expired ones included and
+    no TTL refreshed, and which of them have vectors (read only ``with_vectors``): what a
+    copy compares its source with.
+
+    Returns:
+        ``(rows, embedded)``: the rows (``namespace, key, value, created_at, updated_at,
+        expires_at, ttl_minutes``) by key, and the keys that have vectors.
+    """
+    by_ns: dict[str, list[str]] = defaultdict(list)
+    for ns, key in keys:
+        by_ns[ns].append(key)
+    c, v = items.c, vectors.c
+    rows: dict[tuple[str, str], Any] = {}
+    embedded: set[tuple[str, str]] = set()
+    for ns, ks in by_ns.items():
+        for start in range(0, len(ks), PAGE):
+            chunk = ks[start : start + PAGE]
+            stmt = select(
+                c.namespace,
+                c.key,
+                read_json(c.value),
+                c.created_at,
+                c.updated_at,
+                c.expires_at,
+                c.ttl_minutes,
+            ).where(c.namespace == ns, c.key.in_(chunk))
+            for row in conn.execute(stmt):
+                rows[(str(row[0]), str(row[1]))] = row
+            if with_vectors:
+                found = select(v.namespace, v.key).where(v.namespace == ns, v.key.in_(chunk))
+                embedded.update((str(a), str(b)) for a, b in conn.execute(found.distinct()))
+    return rows, embedded
 
 
 def delete_expired(conn: Connection, now: float) -> int:

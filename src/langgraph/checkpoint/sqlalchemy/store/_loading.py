@@ -57,8 +57,9 @@ class StoredItem:
         updated_at: Last update time.
         expires_at: Expiry time, or None.
         ttl_minutes: TTL refreshed on reads, or None.
-        vectors: ``{field: embedding}`` to keep, or None to compute them with the store's
-            index config.
+        vectors: ``{field: embedding}`` to keep (computed anew when their size is not the
+            index config's), ``{}`` for none (an item put with ``index=False``), or None
+            to compute them with the store's index config.
     """
 
     namespace: tuple[str, ...]
@@ -116,7 +117,9 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
         if index is None:
             continue
         dims = index.dims
-        given = item.vectors or {}
+        given = item.vectors
+        if given is not None and not given:
+            continue  # {}: stored without vectors (put with index=False): none computed
         if given and all(len(v) == dims for v in given.values()):
             kept[key] = [(field_name(f), pack(v, dims)) for f, v in given.items()]
         else:

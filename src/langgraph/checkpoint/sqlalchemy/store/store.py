@@ -385,6 +385,14 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """Async :meth:`stats`."""
         return await self._doors.arun(Access.READ, _items.stats, (self._now(),))
 
+    def held(
+        self, keys: Sequence[tuple[str, str]], *, with_vectors: bool = False
+    ) -> tuple[dict[tuple[str, str], Any], set[tuple[str, str]]]:
+        """What the store holds for ``keys`` (``(stored namespace text, key)``), expired
+        items included and no TTL refreshed: for copies, which compare it with their
+        source (:func:`._items.held`)."""
+        return self._doors.run(Access.READ, _items.held, (list(keys), with_vectors))
+
     def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:
         """Write items as they are, timestamps and expiry included (copies from another
         store): an item already here is overwritten. Vectors given are kept when their

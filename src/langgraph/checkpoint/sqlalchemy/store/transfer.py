@@ -35,14 +35,10 @@ from typing import Any
 
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from sqlalchemy import select
-
 from . import namespaces
 from ._loading import StoredItem, seconds
 from .official import BATCH, SourceRow, StoreSource, StoreSourceKind, open_store_source
 from .store import SQLAlchemyStore
-from .tables import items as our_items
-from .tables import vectors as our_vectors
 
 __all__ = [
     "BATCH",
@@ -118,36 +114,12 @@ class _Target:
         self.dims = int(index["dims"]) if index else None
         fields = (index.get("fields") or ["$"]) if index else []
         self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in fields]
-        self.options: dict[str, Any] = (
-            {"schema_translate_map": {None: store.schema}} if store.schema else {}
-        )
 
     def held(self, items: Sequence[StoredItem]) -> tuple[dict[tuple[str, str], Any], set[Any]]:
         """The rows of ``items`` in the target, and the keys of those with vectors (only
-        read when the target has an index config)."""
-        by_ns: dict[str, list[str]] = {}
-        for item in items:
-            by_ns.setdefault(namespaces.encode(item.namespace), []).append(item.key)
-        c, v = our_items.c, our_vectors.c
-        rows: dict[tuple[str, str], Any] = {}
-        embedded: set[Any] = set()
-        with self.store.engine.connect().execution_options(**self.options) as conn:
-            for ns, keys in by_ns.items():
-                stmt = select(
-                    c.namespace,
-                    c.key,
-                    c.value,
-                    c.created_at,
-                    c.updated_at,
-                    c.expires_at,
-                    c.ttl_minutes,
-                ).where(c.namespace == ns, c.key.in_(keys))
-                for row in conn.execute(stmt):
-                    rows[(str(row[0]), str(row[1]))] = row
-                if self.fields:
-                    found = select(v.namespace, v.key).where(v.namespace == ns, v.key.in_(keys))
-                    embedded.update((str(a), str(b)) for a, b in conn.execute(found.distinct()))
-        return rows, embedded
+        read when the target has an index config), through the store's door."""
+        keys = [_stored_key(item) for item in items]
+        return self.store.held(keys, with_vectors=bool(self.fields))
 
     def embeds(self, item: StoredItem) -> bool:
         """Whether the target's index config finds a text to embed in ``item``."""
