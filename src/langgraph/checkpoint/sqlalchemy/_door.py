@@ -184,10 +184,10 @@ class SyncRunner:
             where = shown_url(conn.engine.url)
             if current is None or current in migrate.known_revisions():
                 raise SchemaOutOfDateError(
-                    f"The checkpoint tables at {where} are at revision {current or 'none'}, "
-                    f"this version of langgraph-checkpoint-sqlalchemy needs {head}. Run "
-                    "saver.setup() (or: python -m langgraph.checkpoint.sqlalchemy upgrade "
-                    "--url URL)."
+                    f"The tables of langgraph-checkpoint-sqlalchemy (checkpoints and store) at "
+                    f"{where} are at revision {current or 'none'}, this version needs {head}. "
+                    "Run setup() once on the saver or the store (or: python -m "
+                    "langgraph.checkpoint.sqlalchemy upgrade --url URL)."
                 )
             raise migrate.newer_schema_error(conn, current)
         self.schema_checked = True

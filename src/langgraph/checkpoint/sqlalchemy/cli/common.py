@@ -262,10 +262,16 @@ def require_database(url: str, option: str = "--url") -> None:
     """
     path = _database_file(url, option)
     if path is not None and not os.path.exists(path):
+        # A source read from (--from) is checked, never created: only the path can be wrong.
+        create = (
+            ""
+            if option == "--from"
+            else ", or create the tables there with: "
+            f"langgraph-checkpoint-sqlalchemy upgrade --url {masked(url)}"
+        )
         raise CommandError(
             f"no database at {path} ({option} {masked(url)}): nothing was "
-            "created. Check the path, or create the tables there with: "
-            f"langgraph-checkpoint-sqlalchemy upgrade --url {masked(url)}",
+            f"created. Check the path{create}",
             1,
         )
 
