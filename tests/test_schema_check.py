@@ -27,7 +27,7 @@ async def bare_door(backend: str, mode: str, request: Any, tmp_path: Any) -> Any
 
 
 async def test_missing_tables_name_the_command(bare_door: Door) -> None:
-    with pytest.raises(SchemaOutOfDateError, match=r"saver\.setup\(\)"):
+    with pytest.raises(SchemaOutOfDateError, match=r"setup\(\) once on the saver or the store"):
         await bare_door.get_tuple(CONFIG)
     with pytest.raises(SchemaOutOfDateError, match="upgrade --url"):
         await bare_door.put(CONFIG, empty_checkpoint(), {}, {})
