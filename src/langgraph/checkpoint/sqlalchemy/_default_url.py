@@ -1,6 +1,7 @@
 """The one default database URL of the package and the environment variable that
 overrides it: the saver's server factory, the CLI and Alembic's ``env.py`` read them
-from here (through :mod:`._engines`, which re-exports them).
+from here (through :mod:`._engines`, which re-exports them); and
+``LANGGRAPH_CHECKPOINT_SETUP``, which the saver's and the store's server factories read.
 
 A module of its own, with no import beyond the standard library, so that the command
 line can build its parser (``--help``) without SQLAlchemy.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["DEFAULT_URL", "URL_ENV", "url_from_env"]
+__all__ = ["DEFAULT_URL", "URL_ENV", "setup_from_env", "url_from_env"]
 
 #: The database used when neither an argument nor :data:`URL_ENV` names one: an embedded
 #: SQLite file in the working directory.
@@ -28,3 +29,26 @@ def url_from_env() -> str:
         :data:`DEFAULT_URL`.
     """
     return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+_NO = {"0", "false", "no", "off"}
+_YES = {"1", "true", "yes", "on"}
+
+
+def setup_from_env() -> bool:
+    """``LANGGRAPH_CHECKPOINT_SETUP``, parsed strictly: yes (the default) runs the
+    migrations when a server factory starts, no skips them; anything else is an error
+    (``disable`` used to mean "yes" and migrate).
+
+    Raises:
+        ValueError: Neither a yes (1/true/yes/on) nor a no (0/false/no/off).
+    """
+    value = os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    raise ValueError(
+        f"LANGGRAPH_CHECKPOINT_SETUP={value!r} is not understood: use 1/true/yes/on to run "
+        "the migrations at start (the default) or 0/false/no/off to skip them"
+    )

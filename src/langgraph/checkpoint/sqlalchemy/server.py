@@ -14,28 +14,12 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ._default_url import setup_from_env
 from ._engines import url_from_env
 from ._strict import strict_setting
 from .saver import SQLAlchemySaver
 
 __all__ = ["checkpointer"]
-
-_NO = {"0", "false", "no", "off"}
-_YES = {"1", "true", "yes", "on"}
-
-
-def _setup_from_env() -> bool:
-    """``LANGGRAPH_CHECKPOINT_SETUP``, parsed strictly: a value that is neither a yes nor
-    a no is an error (``disable`` used to mean "yes" and migrate)."""
-    value = os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower()
-    if value in _YES:
-        return True
-    if value in _NO:
-        return False
-    raise ValueError(
-        f"LANGGRAPH_CHECKPOINT_SETUP={value!r} is not understood: use 1/true/yes/on to run "
-        "the migrations at start (the default) or 0/false/no/off to skip them"
-    )
 
 
 @asynccontextmanager
@@ -66,7 +50,7 @@ async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
         SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
             at the revision this version needs.
     """
-    setup = _setup_from_env()
+    setup = setup_from_env()
     strict = strict_setting(None, default=True)
     url = url_from_env()
     schema = os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA") or None

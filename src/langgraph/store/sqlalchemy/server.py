@@ -27,9 +27,10 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from langgraph.checkpoint.sqlalchemy._default_url import setup_from_env
 from langgraph.checkpoint.sqlalchemy._engines import url_from_env
 from langgraph.checkpoint.sqlalchemy.store import SQLAlchemyStore
-from langgraph.checkpoint.sqlalchemy.store.config import setup_from_env, store_config_from_env
+from langgraph.checkpoint.sqlalchemy.store.config import store_config_from_env
 
 __all__ = ["store"]
 

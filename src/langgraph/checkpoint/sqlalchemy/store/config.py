@@ -20,13 +20,10 @@ from langgraph.store.base import IndexConfig, TTLConfig
 __all__ = [
     "STORE_ENV",
     "index_config",
-    "setup_from_env",
     "store_config_from_env",
     "ttl_config",
 ]
 
-_NO = {"0", "false", "no", "off"}
-_YES = {"1", "true", "yes", "on"}
 
 #: The LangGraph server passes the ``store`` section of ``langgraph.json`` as JSON here.
 STORE_ENV = "LANGGRAPH_STORE"
@@ -151,22 +148,4 @@ def store_config_from_env() -> tuple[IndexConfig | None, TTLConfig | None]:
     return (
         index_config(data.get("index"), f"{STORE_ENV}['index']"),
         ttl_config(data.get("ttl"), f"{STORE_ENV}['ttl']"),
-    )
-
-
-def setup_from_env() -> bool:
-    """``LANGGRAPH_CHECKPOINT_SETUP`` as the saver's server factory reads it: yes (the
-    default) runs the migrations at start, no skips them.
-
-    Raises:
-        ValueError: Neither a yes (1/true/yes/on) nor a no (0/false/no/off).
-    """
-    value = os.environ.get("LANGGRAPH_CHECKPOINT_SETUP", "1").strip().lower()
-    if value in _YES:
-        return True
-    if value in _NO:
-        return False
-    raise ValueError(
-        f"LANGGRAPH_CHECKPOINT_SETUP={value!r} is not understood: use 1/true/yes/on to run "
-        "the migrations at start (the default) or 0/false/no/off to skip them"
     )
