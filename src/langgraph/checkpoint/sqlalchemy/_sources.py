@@ -36,7 +36,7 @@ from sqlalchemy import (
     null,
     select,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
 from . import _maintenance
@@ -60,6 +60,7 @@ __all__ = [
     "batches",
     "opaque_view",
     "open_saver",
+    "source_url",
     "thread_config",
 ]
 
@@ -405,24 +406,36 @@ def _missing_extra(package: str, exc: ImportError) -> ImportError:
     )
 
 
+def source_url(url: str) -> URL:
+    """The sync URL to read a source database at ``url`` with (a copy's ``--from``): a
+    SQLite file is opened read-only, so that opening a file that is not a store creates
+    and changes nothing.
+
+    Raises:
+        UnknownSourceError: A SQLite URL that is not an existing file (in memory, a
+            ``file:`` URI, a missing path).
+        DatabaseURLError: A URL SQLAlchemy would refuse.
+    """
+    sync_url = resolve_urls(url).sync
+    if sync_url.get_backend_name() != "sqlite":
+        return sync_url
+    path = sync_url.database or ""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        raise UnknownSourceError(
+            f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
+        )
+    if not os.path.isfile(path):
+        raise UnknownSourceError(f"no such SQLite file: {path}")
+    return make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
+
+
 @contextmanager
 def open_saver(
     url: str, *, kind: SourceKind = "auto", schema: str | None = None
 ) -> Iterator[BaseCheckpointSaver[Any]]:
     """What :func:`.transfer.open_source` does (its docstring says what it yields and
     raises): detect the store at ``url``, yield our saver or a :class:`Source`."""
-    sync_url = resolve_urls(url).sync
-    path = ""
-    if sync_url.get_backend_name() == "sqlite":
-        path = sync_url.database or ""
-        if not path or path == ":memory:" or path.startswith("file:"):
-            raise UnknownSourceError(
-                f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
-            )
-        if not os.path.isfile(path):
-            raise UnknownSourceError(f"no such SQLite file: {path}")
-        # Read-only, so that opening a file that is not a checkpoint store creates nothing.
-        sync_url = make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
+    sync_url = source_url(url)
     with _engine(sync_url) as engine:
         insp = inspect(engine)
         names = set(insp.get_table_names(schema=schema))
@@ -437,6 +450,7 @@ def open_saver(
             except ImportError as e:
                 raise _missing_extra("langgraph-checkpoint-sqlite", e) from e
 
+            path = (sync_url.database or "").removeprefix("file:")  # source_url's file
             conn = sqlite3.connect(
                 f"file:{quote(path)}?mode=ro",
                 uri=True,

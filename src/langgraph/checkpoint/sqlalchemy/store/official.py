@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import warnings
 from array import array
@@ -32,7 +31,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
-from urllib.parse import quote
 
 from sqlalchemy import (
     Column,
@@ -49,12 +47,11 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from .._canonical import MAX_DEPTH, canonical_json
 from .._display import masked_text
-from .._engines import resolve_urls
+from .._sources import source_url
 from ..errors import UnknownSourceError
 from . import namespaces
 from ._loading import StoredItem
@@ -275,18 +272,10 @@ def _parse(row: Any, vectors: dict[str, list[float]] | None) -> SourceRow:
 
 def _source_url(url: str) -> tuple[Any, str]:
     """The sync URL to read ``url`` with (a SQLite file read-only) and its dialect."""
-    sync_url = resolve_urls(url).sync
+    sync_url = source_url(url)
     backend = sync_url.get_backend_name()
     if backend == "sqlite":
-        path = sync_url.database or ""
-        if not path or path == ":memory:" or path.startswith("file:"):
-            raise UnknownSourceError(
-                f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
-            )
-        if not os.path.isfile(path):
-            raise UnknownSourceError(f"no such SQLite file: {path}")
-        # Read-only: opening a file that is not a store creates and changes nothing.
-        return make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true"), "sqlite"
+        return sync_url, "sqlite"
     if backend == "postgresql":
         return sync_url, "postgres"
     raise UnknownSourceError(
