@@ -69,7 +69,9 @@ class _Prepared:
         self.batch = Batch(now=now)
         self.texts: list[tuple[int, str, str]] = []  # (put index, field, text)
         self.queries: set[str] = set()  # the search queries to embed
-        self.put_ops: list[PutOp] = []
+        # The last put of each key, checked: (stored namespace, op, canonical value or
+        # None for a delete, TTL in minutes or None).
+        self.puts: list[tuple[str, PutOp, dict[str, Any] | None, float | None]] = []
 
 
 class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
@@ -306,13 +308,19 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
                 puts[(ns, namespaces.check_key(op.key))] = op
             else:
                 raise TypeError(f"unknown store operation: {type(op).__name__}")
-        prepared.put_ops = list(puts.values())
-        for n, op in enumerate(prepared.put_ops):
-            if op.value is not None and self._index and op.index is not False:
-                value = item_value(op.namespace, op.key, op.value)
+        default_ttl = (self.ttl_config or {}).get("default_ttl")
+        for n, ((ns, _), op) in enumerate(puts.items()):
+            if op.value is None:
+                prepared.puts.append((ns, op, None, None))
+                continue
+            value = item_value(op.namespace, op.key, op.value)
+            given: Any = op.ttl  # NOT_PROVIDED from callers of batch() that leave it out
+            ttl = default_ttl if given is NOT_PROVIDED else given
+            prepared.puts.append((ns, op, value, _ttl_minutes(ttl)))
+            if self._index and op.index is not False:
                 index = None if op.index is None else list(op.index)
                 for name, text in texts_to_embed(self._index, value, index):
-                    prepared.texts.append((n, name, text))
+                    prepared.texts.append((n, field_name(name), text))
         return prepared
 
     def _search_plan(self, op: SearchOp) -> SearchPlan:
@@ -340,17 +348,11 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         assert self._index is not None or not prepared.texts
         for (n, name, _), vector in zip(prepared.texts, embedded, strict=False):
             assert self._index is not None
-            per_put.setdefault(n, []).append((field_name(name), pack(vector, self._index.dims)))
-        for n, op in enumerate(prepared.put_ops):
-            ns = namespaces.encode(op.namespace)
-            if op.value is None:
+            per_put.setdefault(n, []).append((name, pack(vector, self._index.dims)))
+        for n, (ns, op, value, minutes) in enumerate(prepared.puts):
+            if value is None:
                 batch.puts.append(PutRow(ns, op.key, None))
                 continue
-            value = item_value(op.namespace, op.key, op.value)
-            ttl: Any = op.ttl
-            if ttl is NOT_PROVIDED:
-                ttl = (self.ttl_config or {}).get("default_ttl")
-            minutes = _ttl_minutes(ttl)
             expires = None if minutes is None else now + minutes * 60.0
             batch.puts.append(PutRow(ns, op.key, value, expires, minutes, per_put.get(n, ())))
         for position, (i, read) in enumerate(batch.reads):
