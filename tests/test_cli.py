@@ -302,4 +302,4 @@ async def test_server_checkpointer_is_strict_unless_told_otherwise(
         return
     async with server.checkpointer() as saver:
         assert saver.strict is expected
-        assert saver.strict_decode is expected
+        assert saver.strict_decode is False  # blocked objects read back as LangGraph gives them

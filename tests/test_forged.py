@@ -236,22 +236,22 @@ async def test_forged_callable_is_not_run_by_a_strict_serializer(
     strict: str,
     where: str,
 ) -> None:
-    """The strict serializer does not import-and-call ``os.mkdir``. With only an
-    allowlist it returns the extension's argument (the path string) in place of the
-    object; with LANGGRAPH_STRICT_MSGPACK the saver decodes strictly too
-    (``strict_decode``) and raises CheckpointDecodeError naming the part."""
+    """The strict serializer does not import-and-call ``os.mkdir``: by LangGraph's
+    allowlist (LANGGRAPH_STRICT_MSGPACK or an explicit one) it returns the extension's
+    argument (the path string) in place of the object, and the saver hands back just
+    that; with ``strict_decode=True`` the saver raises CheckpointDecodeError naming the
+    part instead."""
     serde = strict_serde(strict, monkeypatch)
     saver = saver_factory(serde=serde, inline_limit=0 if where == "blob" else 16 * 1024)
-    assert saver.strict_decode is (strict == "env")
+    assert saver.strict_decode is False
     door = Door(saver, mode)
     target = tmp_path / f"pwned-{strict}-{where}"
     config = await forge(door, where, target)
-    if strict == "env":
-        with pytest.raises(CheckpointDecodeError, match=r"os\.mkdir was not rebuilt"):
-            await read_forged(door, where, config)
-    else:
-        value = await read_forged(door, where, config)
-        assert value == str(target)  # not reconstructed: the raw argument
+    value = await read_forged(door, where, config)
+    assert value == str(target)  # not reconstructed: the raw argument
+    door.saver.strict_decode = True
+    with pytest.raises(CheckpointDecodeError, match=r"os\.mkdir was not rebuilt"):
+        await read_forged(door, where, config)
     assert not target.exists(), "the forged callable ran"
 
 

@@ -7,7 +7,9 @@ checkpoint document, a value inline in ``inline_values``, a blob, a pending writ
 ``inline_values`` container itself) and in crafted export and official-saver files.
 
 * Strict mode (``strict=True``): every saver method, sync and async, on every backend,
-  runs nothing; ``get_tuple`` raises ``CheckpointDecodeError``, ``list`` skips the row.
+  runs nothing; the forged object reads back as its stored fields, as LangGraph's strict
+  serializer returns it, or with ``strict_decode=True`` ``get_tuple`` raises
+  ``CheckpointDecodeError`` and ``list`` skips the row.
 * Default mode: the maintenance methods (``prune``, ``delete_thread``, ``copy_thread``,
   ``list_threads``, ``storage_stats``) run nothing either; ``get_tuple`` runs the payload
   (LangGraph's permissive default, measured in tests/test_forged.py).
@@ -101,23 +103,37 @@ async def plant(door: Door, place: str, marker: Path) -> dict[str, Any]:
     return config
 
 
+@pytest.mark.parametrize("strict_decode", [False, True], ids=["as-data", "refused"])
 @pytest.mark.parametrize("place", PLACES)
 async def test_strict_saver_runs_nothing_on_any_method(
-    saver_factory: Any, mode: str, tmp_path: Path, place: str
+    saver_factory: Any, mode: str, tmp_path: Path, place: str, strict_decode: bool
 ) -> None:
-    saver = saver_factory(strict=True)
-    assert saver.strict and saver.strict_decode
+    """Strict mode never imports or calls what a forged row names. By default the row
+    reads back as LangGraph's strict serializer returns it (the blocked object as its
+    stored fields); with ``strict_decode=True`` it is refused: ``get_tuple`` raises
+    CheckpointDecodeError and ``list()`` skips the row."""
+    saver = saver_factory(strict=True, strict_decode=strict_decode)
+    assert saver.strict and saver.strict_decode is strict_decode
     door = Door(saver, mode)
     marker = tmp_path / "MARKER"
     config = await plant(door, place, marker)
 
-    with pytest.raises(CheckpointDecodeError):
-        await door.get_tuple(config)
-    with pytest.raises(CheckpointDecodeError):
-        await door.get_tuple(cfg(THREAD))  # the latest is the forged one
-    listed = await door.list(cfg(THREAD))
-    assert len(listed) == 1  # the parent; the forged one skipped and logged
-    assert len(await door.list(None)) == 1
+    if strict_decode:
+        with pytest.raises(CheckpointDecodeError):
+            await door.get_tuple(config)
+        with pytest.raises(CheckpointDecodeError):
+            await door.get_tuple(cfg(THREAD))  # the latest is the forged one
+        listed = await door.list(cfg(THREAD))
+        assert len(listed) == 1  # the parent; the forged one skipped and logged
+        assert len(await door.list(None)) == 1
+    else:
+        # Blocked by the allowlist: handed back as data (or, where the payload replaces
+        # a whole document, refused as damaged); nothing runs either way.
+        with contextlib.suppress(CheckpointDecodeError):
+            await door.get_tuple(config)
+        with contextlib.suppress(CheckpointDecodeError):
+            await door.get_tuple(cfg(THREAD))
+        assert len(await door.list(cfg(THREAD))) >= 1
     with contextlib.suppress(CheckpointDecodeError):  # a forged value on the walk: refused
         await door.get_delta_channel_history(config=config, channels=["small", "big", "out"])
     assert not marker.exists(), place
@@ -294,7 +310,7 @@ CRAFTED_V1 = {"format": "langgraph-checkpoint-sqlalchemy/jsonl", "version": 1}
 def test_crafted_import_file_runs_nothing(tmp_path: Path) -> None:
     """Version 1 (values inside the document) and 2 (values apart) files whose
     document, values and writes carry the payload: imported as data, run by nothing;
-    a strict saver then refuses the values with CheckpointDecodeError."""
+    a saver with strict decoding then refuses the values with CheckpointDecodeError."""
     import base64
 
     from langgraph.checkpoint.base import empty_checkpoint
@@ -340,7 +356,7 @@ def test_crafted_import_file_runs_nothing(tmp_path: Path) -> None:
         done = cli("--url", target, "import", "-", stdin=text)
         assert done.returncode == 0, done.stderr
         assert not marker.exists()
-    with SQLAlchemySaver.from_conn_string(target, strict=True) as saver:
+    with SQLAlchemySaver.from_conn_string(target, strict=True, strict_decode=True) as saver:
         for thread in ("v1", "v2"):
             with pytest.raises(CheckpointDecodeError):
                 saver.get_tuple(cfg(thread))
@@ -369,11 +385,13 @@ def test_copy_from_a_crafted_official_sqlite_file_runs_nothing(tmp_path: Path) -
     done = cli("copy", "--from", str(path), "--to", target)
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
-    with (
-        SQLAlchemySaver.from_conn_string(target, strict=True) as saver,
-        pytest.raises(CheckpointDecodeError),
-    ):
-        saver.get_tuple(cfg("off"))
+    with SQLAlchemySaver.from_conn_string(target, strict=True) as saver:
+        with contextlib.suppress(CheckpointDecodeError):  # read as data or refused
+            saver.get_tuple(cfg("off"))
+        assert not marker.exists()
+        saver.strict_decode = True
+        with pytest.raises(CheckpointDecodeError):
+            saver.get_tuple(cfg("off"))
     assert not marker.exists()
 
 
@@ -429,7 +447,8 @@ def test_strict_graph_resumes_across_processes_and_refuses_a_forged_row(tmp_path
     """LangGraph's strict switch (LANGGRAPH_STRICT_MSGPACK=true) makes our saver strict,
     and ``graph.compile`` passes the graph's state types through ``with_allowlist``: a
     pydantic state holding a dataclass is rebuilt in a second process, while a row naming
-    ``os.system`` is refused."""
+    ``os.system`` is never called: it reads back as data, as LangGraph's serializer
+    returns it."""
     import os
 
     script = tmp_path / "graph.py"
@@ -470,7 +489,8 @@ def test_strict_graph_resumes_across_processes_and_refuses_a_forged_row(tmp_path
             from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, CheckpointDecodeError
             saver = SQLAlchemySaver.from_conn_string({url!r})
             try:
-                saver.get_tuple({{"configurable": {{"thread_id": "t"}}}})
+                got = saver.get_tuple({{"configurable": {{"thread_id": "t"}}}})
+                print("AS DATA", got.checkpoint["channel_values"])
             except CheckpointDecodeError as e:
                 print("REFUSED", e)
             """
@@ -484,7 +504,10 @@ def test_strict_graph_resumes_across_processes_and_refuses_a_forged_row(tmp_path
         timeout=120,
         check=False,
     )
-    assert "REFUSED" in refused.stdout, (refused.stdout, refused.stderr)
+    # The allowlist hands the forged os.system back as its argument (the command string),
+    # as LangGraph's strict serializer returns it; nothing runs.
+    assert "AS DATA" in refused.stdout, (refused.stdout, refused.stderr)
+    assert f"touch {marker}" in refused.stdout or str(marker) in refused.stdout
     assert not marker.exists()
 
 
@@ -611,8 +634,14 @@ def test_strict_decoding_refuses_pickle_and_json_values(tmp_path: Path, type_: s
         with raw(saver) as conn:
             conn.execute(update(writes).values(type=type_, blob=data))
             conn.execute(update(checkpoints).values(type=type_, checkpoint=data))
+    with SQLAlchemySaver.from_conn_string(url, strict=True) as saver:
+        # Strict mode alone: LangGraph's strict serializer decides (no pickle fallback; a
+        # LangChain constructor revives core types only); nothing runs.
+        with contextlib.suppress(CheckpointDecodeError):
+            saver.get_tuple(config)
+        assert not marker.exists()
     with (
-        SQLAlchemySaver.from_conn_string(url, strict=True) as saver,
+        SQLAlchemySaver.from_conn_string(url, strict=True, strict_decode=True) as saver,
         pytest.raises(CheckpointDecodeError, match="msgpack values only"),
     ):
         saver.get_tuple(config)

@@ -11,7 +11,7 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
@@ -127,14 +127,19 @@ async def test_strict_passes_objects_that_rebuild(saver_factory: Any, mode: str)
     assert got.checkpoint["channel_values"] == values
 
 
-def test_env_turns_strict_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_strict_mode_leaves_strict_decode_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LANGGRAPH_STRICT_MSGPACK restricts what the serializer rebuilds; it does not make
+    the saver refuse what the allowlist hands back as data (LangGraph's strict mode gives
+    a blocked object back as its fields, and a graph's pydantic state rebuilds it)."""
     monkeypatch.setenv("LANGGRAPH_STRICT_MSGPACK", "true")
     with SQLAlchemySaver.from_conn_string(":memory:") as saver:
-        assert saver.strict_decode is True
-    with SQLAlchemySaver.from_conn_string(":memory:", strict_decode=False) as saver:
+        assert saver.strict is True
         assert saver.strict_decode is False
+    with SQLAlchemySaver.from_conn_string(":memory:", strict_decode=True) as saver:
+        assert saver.strict_decode is True
     monkeypatch.delenv("LANGGRAPH_STRICT_MSGPACK")
     with SQLAlchemySaver.from_conn_string(":memory:") as saver:
+        assert saver.strict is False
         assert saver.strict_decode is False
 
 
@@ -142,3 +147,78 @@ def test_documented_inline_limit_default_is_the_constant() -> None:
     # The API reference shows the signature's literal; it must be the real limit.
     for fn in (SQLAlchemySaver.__init__, SQLAlchemySaver.from_conn_string):
         assert inspect.signature(fn).parameters["inline_limit"].default == INLINE_VALUE_LIMIT
+
+
+def _strict_msgpack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LANGGRAPH_STRICT_MSGPACK=true as a process started with it sees it: LangGraph reads
+    the variable once, at import, into two module flags."""
+    from langgraph._internal import _serde as lg_internal_serde
+    from langgraph.checkpoint.serde import _msgpack as lg_msgpack
+
+    monkeypatch.setenv("LANGGRAPH_STRICT_MSGPACK", "true")
+    monkeypatch.delenv("LANGGRAPH_CHECKPOINT_STRICT", raising=False)
+    monkeypatch.setattr(lg_msgpack, "STRICT_MSGPACK_ENABLED", True)
+    monkeypatch.setattr(lg_internal_serde, "STRICT_MSGPACK_ENABLED", True)
+
+
+async def test_strict_msgpack_graph_with_a_local_pydantic_class_resumes(
+    saver_factory: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under LANGGRAPH_STRICT_MSGPACK=true (LangGraph's own CI step) a graph whose pydantic
+    state holds a model class defined inside a function resumes after an interrupt: the
+    allowlist leaves the stored model as its fields, the saver hands them back as
+    LangGraph's serializer does, and pydantic rebuilds the model from the state schema, as
+    with every official saver. A saver started afresh (a second process) resumes too."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command, interrupt
+    from pydantic import BaseModel, create_model
+
+    from .doors import restarted
+
+    _strict_msgpack(monkeypatch)
+
+    class Booking(BaseModel):  # defined in a function: not importable by name
+        hotel: str
+        nights: int
+
+    # The state's annotations must be objects, not strings naming a local class (this
+    # module has ``from __future__ import annotations``).
+    State = create_model("State", booking=(Optional[Booking], None), answer=(str, ""))  # noqa: UP045
+
+    def book(state: Any) -> dict[str, Any]:
+        return {"booking": Booking(hotel="Ritz", nights=3)}
+
+    def ask(state: Any) -> dict[str, Any]:
+        assert isinstance(state.booking, Booking), state.booking
+        return {"answer": interrupt("confirm?")}
+
+    builder = StateGraph(State)
+    builder.add_node("book", book)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "book")
+    builder.add_edge("book", "ask")
+    builder.add_edge("ask", END)
+
+    saver = saver_factory()
+    assert saver.strict and not saver.strict_decode
+    door = Door(saver, mode)
+    config = {"configurable": {"thread_id": "strict-local"}}
+    first = await door.invoke(builder.compile(checkpointer=saver), {}, config)
+    assert "__interrupt__" in first
+    later = restarted(saver_factory, mode)
+    assert later.saver.strict
+    out = await later.invoke(
+        builder.compile(checkpointer=later.saver), Command(resume="yes"), config
+    )
+    assert out["answer"] == "yes"
+    # Exactly what an official saver gives back for the same graph in the same mode.
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(":memory:") as official:
+        graph = builder.compile(checkpointer=official)
+        graph.invoke({}, config)
+        expected = graph.invoke(Command(resume="yes"), config)
+        expected_state = graph.get_state(config).values
+    assert out == expected
+    state = await later.get_state(builder.compile(checkpointer=later.saver), config)
+    assert state.values == expected_state

@@ -8,8 +8,10 @@ rejects the stored fields, or the serializer's msgpack allowlist blocks it), Lan
 returns the raw fields (a dict or list) and logs a warning once per class: the graph then
 receives a dict where it expects a model. That is LangGraph's default, and the saver's.
 
-With strict decoding (saver option ``strict_decode=True``, on in strict mode: see
-:func:`strict_setting`), ``pickle`` and ``json`` values are refused (decoding them would
+With strict decoding (saver option ``strict_decode=True``, off by default in every mode:
+strict mode restricts what the serializer rebuilds, and by default the saver hands back
+exactly what LangGraph's serializer returns, as every official saver does), ``pickle``
+and ``json`` values are refused (decoding them would
 rebuild whatever they name) and every object the serializer reads back is checked: its
 class must be importable and the value returned must be an instance of it (for a factory
 function: not its raw argument). Otherwise :func:`loads` raises :class:`NotRebuiltError`,

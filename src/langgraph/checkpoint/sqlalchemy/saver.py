@@ -118,8 +118,11 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         strict_decode: Raise :class:`CheckpointDecodeError` (naming the thread, checkpoint
             and channel or write) when a stored object cannot be rebuilt as its class
             (module gone, constructor rejects the stored fields, type not allowed),
-            instead of LangGraph's default of handing back its raw fields as a dict. None
-            (default): as ``strict``. See :mod:`._strict`.
+            instead of LangGraph's default of handing back its raw fields as a dict.
+            Default False, in strict mode too: the saver then gives back exactly what
+            LangGraph's serializer gives back (a pydantic model whose class is defined
+            inside a function, which the allowlist leaves as its fields, is rebuilt by
+            the graph's state schema). Pass True to refuse such values.
         retry_timeout: Seconds an idempotent operation is retried through a lost or
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
@@ -127,9 +130,10 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         strict: Strict deserialisation: stored objects are rebuilt only for LangGraph's
             built-in safe types, ``allowed_msgpack_modules`` and the state types a
             graph passes through :meth:`with_allowlist`; any other object a row names
-            (a forged ``os.system``) is never imported or called and reading it raises
-            :class:`CheckpointDecodeError`. Also turns ``strict_decode`` on unless it is
-            False. None (default): ``LANGGRAPH_CHECKPOINT_STRICT`` (1/true/yes/on or
+            (a forged ``os.system``) is never imported or called: reading it hands it
+            back as its raw fields (what LangGraph's strict serializer returns), or
+            with ``strict_decode=True`` refused as :class:`CheckpointDecodeError`. None
+            (default): ``LANGGRAPH_CHECKPOINT_STRICT`` (1/true/yes/on or
             0/false/no/off; anything else is an error) when set, else
             ``LANGGRAPH_STRICT_MSGPACK`` as LangGraph reads it, else off (LangGraph's
             permissive default). See docs/security.md.
@@ -182,7 +186,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         schema: str | None = None,
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
-        strict_decode: bool | None = None,
+        strict_decode: bool = False,
         retry_timeout: float = RETRY_TIMEOUT,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
@@ -205,8 +209,6 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
                 f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
             )
         inline_limit = _codec.check_inline_limit(inline_limit)
-        if strict_decode is None:
-            strict_decode = is_strict
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
@@ -255,7 +257,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         schema: str | None = None,
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
-        strict_decode: bool | None = None,
+        strict_decode: bool = False,
         retry_timeout: float = RETRY_TIMEOUT,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,

@@ -39,7 +39,9 @@ async def checkpointer() -> AsyncIterator[SQLAlchemySaver]:
             ``0``/``false``/``no``/``off`` for LangGraph's permissive default. Unset, an
             explicit ``LANGGRAPH_STRICT_MSGPACK`` decides; any other value is an error.
             Graphs compiled with ``LANGGRAPH_STRICT_MSGPACK=true`` pass their state
-            types to the saver (``with_allowlist``); see docs/security.md.
+            types to the saver (``with_allowlist``); an object outside the allowlist is
+            never rebuilt and reads back as its stored fields, as LangGraph's
+            serializer returns it (``strict_decode`` stays off); see docs/security.md.
 
     Yields:
         The saver; its engines are disposed on exit.
