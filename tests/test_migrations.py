@@ -635,6 +635,27 @@ async def test_asetup(target: Target) -> None:
         await saver.aclose()
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_setup_on_a_pool_of_one(target: Target, mode: str) -> None:
+    """setup() and asetup() run with a pool of one connection (pool_size=1,
+    max_overflow=0, common behind a pooler) on every backend: the migration lock never
+    waits for a second connection from the application's pool (MySQL/MariaDB's lease
+    row has a connection of its own)."""
+    saver = SQLAlchemySaver.from_conn_string(
+        target.url, schema=target.schema, pool_size=1, max_overflow=0, pool_timeout=2
+    )
+    try:
+        if mode == "async":
+            await saver.asetup()
+        else:
+            saver.setup()
+        assert _version_rows(target) == [HEAD]
+        stored = saver.put(_checkpoint_config("t"), empty_checkpoint(), {"step": 1}, {})
+        assert saver.get_tuple(stored) is not None
+    finally:
+        await saver.aclose()
+
+
 # -- the command line --------------------------------------------------------------------
 
 

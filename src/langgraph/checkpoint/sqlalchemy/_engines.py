@@ -15,7 +15,7 @@ import importlib
 import inspect
 import os
 import re
-import uuid
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,8 +79,9 @@ class EngineURLs:
 def _memory_urls() -> EngineURLs:
     # One named in-memory database per saver, shared by every connection of the process
     # that names it (memdb VFS, SQLite >= 3.36), with ordinary locking, unlike
-    # ``cache=shared``.
-    name = f"{MEMDB_PREFIX}{uuid.uuid4().hex}?vfs=memdb"
+    # ``cache=shared``. The name's randomness is the OS's, not ``uuid.uuid4()``, whose
+    # stream an application's tests may make deterministic.
+    name = f"{MEMDB_PREFIX}{secrets.token_hex(16)}?vfs=memdb"
     sync_url = make_url(f"sqlite+pysqlite:///{name}&uri=true")
     return EngineURLs(sync_url, sync_url.set(drivername="sqlite+aiosqlite"), name)
 

@@ -26,7 +26,6 @@ import hashlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any
@@ -125,7 +124,7 @@ def thread_lock(runner: Runner, url: Any, thread_id: str, timeout: float) -> Ite
         finally:
             qb.release_thread_lock(None, handle)
         return
-    name, owner = lease_name(thread_id), uuid.uuid4().hex
+    name, owner = lease_name(thread_id), qb.new_owner()
     pauses = _pauses(thread_id, timeout)
     while not runner.run(_take_access(qb), _take, (qb, name, owner)):
         time.sleep(next(pauses))
@@ -170,7 +169,7 @@ async def athread_lock(
         finally:
             qb.release_thread_lock(None, handle)
         return
-    name, owner = lease_name(thread_id), uuid.uuid4().hex
+    name, owner = lease_name(thread_id), qb.new_owner()
     pauses = _pauses(thread_id, timeout)
     while not await runner.arun(_take_access(qb), _take, (qb, name, owner)):
         await asyncio.sleep(next(pauses))

@@ -9,6 +9,7 @@ database session. See :mod:`langgraph.checkpoint.sqlalchemy._locks`.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, ClassVar
 
 from sqlalchemy import Connection, Table, delete, func, or_, select, update
@@ -63,6 +64,13 @@ class LeaseRows:
         raise NotImplementedError(f"{type(self).__name__} locks threads by lease rows")
 
     # -- lease rows: locks that hold across a cluster ----------------------------------
+
+    @staticmethod
+    def new_owner() -> str:
+        """A fresh lease owner token (32 hex digits) from the operating system's random
+        source, never ``uuid.uuid4()``: an application's tests may make that stream
+        deterministic (LangGraph's own do), and taking a lease must not shift it."""
+        return secrets.token_hex(16)
 
     def clock(self) -> ColumnElement[Any]:
         """The database server's clock, in seconds since the epoch (a SQL expression):

@@ -14,7 +14,6 @@ import hashlib
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -32,6 +31,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     cast,
+    create_engine,
     delete,
     event,
     func,
@@ -354,7 +354,7 @@ class MySQLQueryBuilder(QueryBuilder):
     @contextmanager
     def migration_lock(self, connection: Connection) -> Iterator[None]:
         """A lease row (:meth:`~.base.QueryBuilder.take_lease`) in ``lgsa_locks``, taken
-        and released on connections of their own and created first if missing: a
+        and released on a connection of its own and created first if missing: a
         ``GET_LOCK`` is one server's, and processes migrating through two Galera nodes
         at once would both pass it (and fail on each other's DDL). The lease lasts
         :data:`MIGRATION_LEASE` seconds and is renewed by a thread while the migration
@@ -365,7 +365,25 @@ class MySQLQueryBuilder(QueryBuilder):
             MigrationLockTimeout: The lease stayed taken (renewed by a live migration)
                 for :data:`MIGRATION_WAIT` seconds.
         """
-        engine = connection.engine
+        # The lease's connection does not come from the application's pool, which the
+        # migration holds a connection of: a pool of one (pool_size=1, max_overflow=0,
+        # common behind a pooler) would wait for itself. A pool of the same kind and
+        # creator (connect_args and connect events included) serves it, one connection
+        # at a time, and is closed on exit. Trade-off: the server sees two connections
+        # for the length of a migration, never more.
+        app = connection.engine
+        own = create_engine(app.url, pool=app.pool.recreate())
+        try:
+            # The application engine's options too (its schema_translate_map: a saver's
+            # ``schema`` is a MySQL database).
+            with self._leased(own.execution_options(**app.get_execution_options()), connection):
+                yield
+        finally:
+            own.dispose()
+
+    @contextmanager
+    def _leased(self, engine: Engine, connection: Connection) -> Iterator[None]:
+        """:meth:`migration_lock` with ``engine`` serving the lease's connection."""
         schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
         table = locks.to_metadata(MetaData(), schema=schema)
         table.primary_key.name = None  # see primary_key_name
@@ -373,7 +391,7 @@ class MySQLQueryBuilder(QueryBuilder):
         with engine.begin() as conn:
             self.ensure_schema(conn, schema)
             conn.execute(create)
-        owner = uuid.uuid4().hex
+        owner = self.new_owner()
         deadline = time.monotonic() + MIGRATION_WAIT
         while not self._try_lease(engine, create, owner):
             if time.monotonic() > deadline:
