@@ -373,8 +373,10 @@ def strip_nul(value: Any) -> Any:
         {"k": {"x": "a\x00b"}},
         {"k": ["a\x00"]},
         {"k": {"x\x00": 1}},
+        {"k": "a\x00b"},
+        {"k": "\x00"},
     ],
-    ids=["key", "nul-key", "nested-value", "list-item", "nested-key"],
+    ids=["key", "nul-key", "nested-value", "list-item", "nested-key", "value", "nul-value"],
 )
 async def test_nul_characters_in_metadata_and_filters(door: Door, metadata: dict[str, Any]) -> None:
     """NUL in metadata (PostgreSQL JSON cannot hold \\u0000): a CheckpointMetadataError,

@@ -18,6 +18,7 @@ __all__ = [
     "canonical_json",
     "json_string",
     "json_text",
+    "scalar_as_stored",
 ]
 
 #: The deepest nesting of dicts and lists in stored metadata, the metadata dict itself
@@ -128,6 +129,13 @@ def json_string(text: str) -> str:
     except UnicodeEncodeError as e:
         raise ValueError(f"{text[:40]!r} is not valid Unicode ({e.reason})") from None
     return text
+
+
+def scalar_as_stored(value: Any) -> Any:
+    """A filter value as stored metadata would hold it at the top: a string with NUL
+    characters removed (see :func:`canonical_json`); anything else unchanged (dicts and
+    lists are compared as their :func:`json_text`, which removes them too)."""
+    return value.replace("\x00", "") if isinstance(value, str) else value
 
 
 def json_text(value: Any, *, depth: int = MAX_DEPTH) -> str:

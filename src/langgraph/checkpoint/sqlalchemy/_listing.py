@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, select
 from sqlalchemy.sql.elements import ColumnElement
 
+from ._canonical import scalar_as_stored
 from ._ops import (
     CHECKPOINT_COLUMNS,
     BlobKey,
@@ -72,6 +73,7 @@ def _page_select(
         found = st.qb.metadata_index_filter(checkpoints, name, text, name in indexed)
         if found is not None:
             stmt = stmt.where(found)
+        value = scalar_as_stored(value)  # NUL removed, as from stored metadata
         stmt = stmt.where(st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect))
     if cursor is not None and query.order:
         # Keyset pagination, thread and namespace fixed: older ids than the last row's.

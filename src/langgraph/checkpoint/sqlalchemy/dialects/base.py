@@ -26,7 +26,7 @@ from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from .._canonical import MAX_DEPTH, json_string, json_text
+from .._canonical import MAX_DEPTH, json_string, json_text, scalar_as_stored
 from .._metaindex import filter_value
 from ..errors import ValueTooLargeError
 from ..schema import metadata_index
@@ -325,7 +325,7 @@ class QueryBuilder(LeaseRows, ABC):
             ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow.
         """
         key, text = self.check_filter(key, value)
-        return self.json_member_equals(column, key, value, text, dialect)
+        return self.json_member_equals(column, key, scalar_as_stored(value), text, dialect)
 
     @abstractmethod
     def json_member_equals(
