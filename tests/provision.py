@@ -14,11 +14,19 @@ PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) names a server and a database
 to connect to for creating databases. Set ``LGSA_TEST_BACKENDS`` to a comma list (e.g.
 ``sqlite-file,postgres``) to run a subset.
+
+``LGSA_TEST_DB_PREFIX`` (default empty): prepended to the name of every database the
+tests create and drop on a server (letters, digits and ``_``), for a shared server whose
+databases must carry a prefix (``ci_`` makes ``ci_lgsa_test_...``).
+
+The suite changes no global setting of a server: what it needs of one (MySQL/MariaDB's
+``max_allowed_packet`` for large values) it reads and adapts to.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,11 +50,24 @@ MARIADB_ADMIN_URL = os.environ.get(
 )
 #: The admin URL of each database server, by backend name.
 ADMIN_URLS = {"postgres": POSTGRES_ADMIN_URL, "mariadb": MARIADB_ADMIN_URL}
+#: Prepended to every database name the tests create on a server (``LGSA_TEST_DB_PREFIX``).
+DB_PREFIX = os.environ.get("LGSA_TEST_DB_PREFIX", "")
+if not re.fullmatch(r"[A-Za-z0-9_]{0,20}", DB_PREFIX):
+    raise ValueError(
+        f"LGSA_TEST_DB_PREFIX={DB_PREFIX!r}: use at most 20 letters, digits and underscores"
+    )
 
 
 def new_name(prefix: str = "lgsa_test") -> str:
-    """A database or schema name nobody else uses: ``prefix`` and 12 random hex digits."""
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+    """A database or schema name nobody else uses: :data:`DB_PREFIX`, ``prefix`` and 12
+    random hex digits."""
+    return f"{DB_PREFIX}{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def database_name(name: str) -> str:
+    """The name of a server database the tests create: ``name`` after
+    :data:`DB_PREFIX` (unchanged when it already starts with it)."""
+    return name if name.startswith(DB_PREFIX) else f"{DB_PREFIX}{name}"
 
 
 def _admin_execute(backend: str, statement: str) -> None:
@@ -113,7 +134,9 @@ def fresh_database(
         return
     if backend not in ADMIN_URLS:
         raise ValueError(backend)
-    name = name or new_name(prefix)
+    if backend not in BACKENDS:
+        pytest.skip(f"{backend} not in LGSA_TEST_BACKENDS")
+    name = database_name(name) if name else new_name(prefix)
     url = create_database(backend, name)
     try:
         yield url

@@ -1,5 +1,5 @@
 """Large values: a 40 MB channel value and a 40 MB pending write round-trip on every
-backend; above what MySQL/MariaDB accept in one statement (max_allowed_packet), a typed
+backend (on MySQL/MariaDB: as large as the server's ``max_allowed_packet`` allows); above what MySQL/MariaDB accept in one statement (max_allowed_packet), a typed
 error names the setting and nothing of the call is stored."""
 
 from __future__ import annotations
@@ -39,8 +39,20 @@ def count(saver: Any, table: Any) -> int:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
 
-async def test_40_mb_value_and_write_round_trip(door: Door) -> None:
-    value = big_text(40 * MB)
+def server_packet(saver: Any) -> int:
+    """MySQL/MariaDB's ``max_allowed_packet`` (the suite changes no server setting)."""
+    with saver.engine.connect() as conn:
+        return int(conn.execute(text("SELECT @@max_allowed_packet")).scalar_one())
+
+
+async def test_40_mb_value_and_write_round_trip(door: Door, backend: str) -> None:
+    """40 MB, or on MySQL/MariaDB the largest value the server's own
+    ``max_allowed_packet`` lets through (the saver takes half of it for one value: 7 MB
+    at MariaDB's default of 16 MB)."""
+    size = 40 * MB
+    if backend == "mariadb":
+        size = min(size, server_packet(door.saver) // 2 - MB)
+    value = big_text(size)
     checkpoint = empty_checkpoint()
     version = door.saver.get_next_version(None, None)
     checkpoint["channel_values"] = {"big": value, "small": 1}
@@ -56,8 +68,7 @@ async def test_40_mb_value_and_write_round_trip(door: Door) -> None:
 async def test_value_over_max_allowed_packet_is_refused_whole(door: Door, backend: str) -> None:
     if backend != "mariadb":
         pytest.skip("max_allowed_packet is a MySQL/MariaDB server limit")
-    with door.saver.engine.connect() as conn:
-        limit = int(conn.execute(text("SELECT @@max_allowed_packet")).scalar_one())
+    limit = server_packet(door.saver)
     if limit > 512 * MB:
         pytest.skip(f"max_allowed_packet is {limit} bytes: too large to exceed in a test")
     first = await door.put(config(), empty_checkpoint(), {}, {})

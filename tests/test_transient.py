@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from langgraph.checkpoint.sqlalchemy import (
 )
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 
-from .provision import BACKENDS, POSTGRES_ADMIN_URL, fresh_database
+from .provision import BACKENDS, POSTGRES_ADMIN_URL, fresh_database, new_name
 
 CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 #: lgsa_locks as revision 0005 creates it on MySQL/MariaDB.
@@ -80,7 +79,7 @@ def read_only_postgres() -> Iterator[str]:
     standby)."""
     if "postgres" not in BACKENDS:
         pytest.skip("PostgreSQL not in LGSA_TEST_BACKENDS")
-    name = f"lgsa_ro_{uuid.uuid4().hex[:10]}"
+    name = new_name("lgsa_ro")
     admin = create_engine(POSTGRES_ADMIN_URL, poolclass=NullPool, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))

@@ -353,29 +353,21 @@ class MySQLQueryBuilder(QueryBuilder):
 
     @contextmanager
     def migration_lock(self, connection: Connection) -> Iterator[None]:
-        """A lease row (:meth:`~.base.QueryBuilder.take_lease`) in ``lgsa_locks``, taken
-        and released on a connection of its own and created first if missing: a
-        ``GET_LOCK`` is one server's, and processes migrating through two Galera nodes
-        at once would both pass it (and fail on each other's DDL). The lease lasts
-        :data:`MIGRATION_LEASE` seconds and is renewed by a thread while the migration
-        runs, so a long migration keeps it and a process killed while migrating holds
-        up the others for :data:`MIGRATION_LEASE` seconds at most.
+        """A lease row (:meth:`~.base.QueryBuilder.take_lease`) in ``lgsa_locks`` (created
+        if missing) on a connection of its own: a ``GET_LOCK`` is one server's, and two
+        Galera nodes' migrations would both pass it. Renewed by a thread while the
+        migration runs; a killed migrator holds it :data:`MIGRATION_LEASE` s at most.
 
         Raises:
             MigrationLockTimeout: The lease stayed taken (renewed by a live migration)
                 for :data:`MIGRATION_WAIT` seconds.
         """
-        # The lease's connection does not come from the application's pool, which the
-        # migration holds a connection of: a pool of one (pool_size=1, max_overflow=0,
-        # common behind a pooler) would wait for itself. A pool of the same kind and
-        # creator (connect_args and connect events included) serves it, one connection
-        # at a time, and is closed on exit. Trade-off: the server sees two connections
-        # for the length of a migration, never more.
+        # Not from the application's pool, whose connection the migration holds (a pool
+        # of one would wait for itself): a pool of the same creator, connect events and
+        # engine options (schema_translate_map). The server sees two connections.
         app = connection.engine
         own = create_engine(app.url, pool=app.pool.recreate())
         try:
-            # The application engine's options too (its schema_translate_map: a saver's
-            # ``schema`` is a MySQL database).
             with self._leased(own.execution_options(**app.get_execution_options()), connection):
                 yield
         finally:
@@ -383,7 +375,6 @@ class MySQLQueryBuilder(QueryBuilder):
 
     @contextmanager
     def _leased(self, engine: Engine, connection: Connection) -> Iterator[None]:
-        """:meth:`migration_lock` with ``engine`` serving the lease's connection."""
         schema = connection.get_execution_options().get("schema_translate_map", {}).get(None)
         table = locks.to_metadata(MetaData(), schema=schema)
         table.primary_key.name = None  # see primary_key_name
