@@ -1,6 +1,7 @@
 """Large values: a 40 MB channel value and a 40 MB pending write round-trip on every
-backend (on MySQL/MariaDB: as large as the server's ``max_allowed_packet`` allows); above what MySQL/MariaDB accept in one statement (max_allowed_packet), a typed
-error names the setting and nothing of the call is stored."""
+backend (on MySQL/MariaDB: as large as the server's ``max_allowed_packet`` allows);
+above what MySQL/MariaDB accept in one statement, a typed error names the setting and
+nothing of the call is stored."""
 
 from __future__ import annotations
 
