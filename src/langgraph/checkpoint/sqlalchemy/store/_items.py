@@ -17,6 +17,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from datetime import datetime, timezone
 from typing import Any
 
@@ -286,16 +287,20 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
         _driver.execute(conn, stmt, {**_driver.many_params([params], columns), **more}, key)
         return
-    # Items first, in key order: their row locks order concurrent writers (and a TTL
-    # sweep, which locks the expired items before deleting their vectors), so that a
-    # re-put racing a sweep waits for it instead of losing its new vectors.
+    # Items first, every row lock in one key order, deletes and upserts interleaved:
+    # two batches touching the same keys then wait for each other instead of
+    # deadlocking (all deletes first locked [delete k5, put k0..k4] against
+    # [put k0..k5] in opposite orders), and a TTL sweep, which locks the expired items
+    # before deleting their vectors, orders a re-put racing it. Consecutive rows of
+    # one kind go as one statement: as many statements as runs of deletes or puts.
     rows = sorted(rows, key=lambda r: (r.namespace, r.key))
-    gone = [{"b_ns": r.namespace, "b_key": r.key} for r in rows if r.value is None]
-    _each(conn, _DELETE_ITEM, gone, key)
-    kept = [_item_params(row, now) for row in rows if row.value is not None]
-    if kept:
-        copies = any(row.created_at is not None for row in rows)
-        _driver.insert_rows(conn, up.copies if copies else up.items, kept, key, up.forms)
+    upsert = up.copies if any(row.created_at is not None for row in rows) else up.items
+    for deleting, run in groupby(rows, key=lambda r: r.value is None):
+        if deleting:
+            _each(conn, _DELETE_ITEM, [{"b_ns": r.namespace, "b_key": r.key} for r in run], key)
+        else:
+            kept = [_item_params(row, now) for row in run]
+            _driver.insert_rows(conn, upsert, kept, key, up.forms)
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
         {"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}
