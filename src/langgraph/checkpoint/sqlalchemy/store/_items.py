@@ -17,8 +17,8 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 from langgraph.store.base import Item, MatchCondition, SearchItem
