@@ -195,8 +195,9 @@ class CheckpointDecodeError(ValueError):
 
 class StoreDecodeError(ValueError):
     """A stored item of ``SQLAlchemyStore`` cannot be read back: its value is not a JSON
-    object (a damaged or forged row). ``get`` raises it; ``search`` logs it and goes on
-    with the other items.
+    object, or its ``created_at``/``updated_at`` is not a time (a damaged or forged row).
+    ``get`` raises it; ``search`` logs it (logger ``langgraph.store.sqlalchemy``, level
+    warning) and goes on with the other items.
 
     Attributes:
         namespace: The item's namespace.

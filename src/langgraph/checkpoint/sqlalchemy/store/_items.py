@@ -175,23 +175,38 @@ def _value(row: Any) -> dict[str, Any]:
     return value
 
 
+def _times(row: Any) -> tuple[datetime, datetime]:
+    """``created_at`` and ``updated_at`` of a row; a stored number that is no time (a
+    forged 1e300, NaN, text) is :class:`StoreDecodeError`, never ``OverflowError``."""
+    try:
+        return _when(row[3]), _when(row[4])
+    except (OverflowError, OSError, ValueError, TypeError) as e:
+        raise StoreDecodeError(
+            namespaces.decode(row[0]),
+            str(row[1]),
+            f"created_at {row[3]!r} or updated_at {row[4]!r} is not a time ({e})",
+        ) from None
+
+
 def item_of(row: Any) -> Item:
+    created, updated = _times(row)
     return Item(
         value=_value(row),
         key=str(row[1]),
         namespace=namespaces.decode(row[0]),
-        created_at=_when(row[3]),
-        updated_at=_when(row[4]),
+        created_at=created,
+        updated_at=updated,
     )
 
 
 def search_item_of(row: Any, score: float | None = None) -> SearchItem:
+    created, updated = _times(row)
     return SearchItem(
         namespace=namespaces.decode(row[0]),
         key=str(row[1]),
         value=_value(row),
-        created_at=_when(row[3]),
-        updated_at=_when(row[4]),
+        created_at=created,
+        updated_at=updated,
         score=score,
     )
 

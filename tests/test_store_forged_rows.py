@@ -1,0 +1,61 @@
+"""A damaged or forged store row fails alone: ``get`` of it raises ``StoreDecodeError``,
+``search`` of its namespace logs it and returns the other items, and the item can be
+deleted. Rows are forged by writing the tables directly, as someone with write access
+to the database could."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from langgraph.checkpoint.sqlalchemy import StoreDecodeError
+from langgraph.checkpoint.sqlalchemy.store import namespaces
+from langgraph.checkpoint.sqlalchemy.store.tables import items
+
+NS = ("forged",)
+
+#: Column values a forger may write, each breaking one part of the row.
+FORGERIES: dict[str, dict[str, Any]] = {
+    "created_at beyond any date": {"created_at": 1e300},
+    "updated_at beyond any date": {"updated_at": -1e300},
+    "value not an object": {"value": [1, 2, 3]},
+    "value a string": {"value": "text"},
+}
+
+
+def forge(store: Any, key: str, values: dict[str, Any]) -> None:
+    engine = store.engine.execution_options(schema_translate_map={None: store.schema})
+    with engine.begin() as conn:
+        conn.execute(
+            update(items)
+            .where(items.c.namespace == namespaces.encode(NS), items.c.key == key)
+            .values(**values)
+        )
+
+
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+async def test_a_forged_row_fails_alone(
+    store_door: Any, forgery: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store_door.put(NS, "good", {"n": 1})
+    await store_door.put(NS, "bad", {"n": 2})
+    forge(store_door.store, "bad", FORGERIES[forgery])
+
+    with pytest.raises(StoreDecodeError) as raised:
+        await store_door.get(NS, "bad")
+    assert raised.value.namespace == NS and raised.value.key == "bad"
+    assert (await store_door.get(NS, "good")).value == {"n": 1}
+
+    with caplog.at_level(logging.WARNING, logger="langgraph.store.sqlalchemy"):
+        found = await store_door.search(NS)
+        filtered = await store_door.search(NS, filter={"n": 1})
+    assert [item.key for item in found] == ["good"]
+    assert [item.key for item in filtered] == ["good"]
+    assert "bad" in caplog.text
+    assert await store_door.list_namespaces() == [NS]
+
+    await store_door.delete(NS, "bad")
+    assert await store_door.get(NS, "bad") is None
