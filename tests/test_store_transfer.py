@@ -22,6 +22,7 @@ import json
 import sqlite3
 import struct
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -94,24 +95,35 @@ def sqlite_source(tmp_path: Path) -> str:
     return path
 
 
-@pytest.fixture
-def postgres_source() -> Iterator[str]:
-    """An official PostgresStore database (no pgvector: no index config)."""
+@contextmanager
+def official_postgres(prefix: str, write: Callable[[Any], None]) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL database set up by the official ``PostgresStore``,
+    which ``write(store)`` fills (``store.conn`` runs SQL); dropped on exit."""
     if "postgres" not in BACKENDS:
         pytest.skip("no PostgreSQL")
     from langgraph.store.postgres import PostgresStore
 
-    with fresh_database("postgres", prefix="lgsa_pgstore") as url:
+    with fresh_database("postgres", prefix=prefix) as url:
         libpq = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         with PostgresStore.from_conn_string(libpq) as store:
             store.setup()
-            fill(store)
-            conn: Any = store.conn
-            conn.execute(
-                "INSERT INTO store (prefix, key, value, expires_at, ttl_minutes) "
-                "VALUES ('old', 'gone', '{}', now() - interval '1 day', 5)"
-            )
-            conn.execute("INSERT INTO store (prefix, key, value) VALUES ('bad', 'row', '[1]')")
+            write(store)
+        yield url
+
+
+def _fill_postgres(store: Any) -> None:
+    fill(store)
+    store.conn.execute(
+        "INSERT INTO store (prefix, key, value, expires_at, ttl_minutes) "
+        "VALUES ('old', 'gone', '{}', now() - interval '1 day', 5)"
+    )
+    store.conn.execute("INSERT INTO store (prefix, key, value) VALUES ('bad', 'row', '[1]')")
+
+
+@pytest.fixture
+def postgres_source() -> Iterator[str]:
+    """An official PostgresStore database (no pgvector: no index config)."""
+    with official_postgres("lgsa_pgstore", _fill_postgres) as url:
         yield url
 
 

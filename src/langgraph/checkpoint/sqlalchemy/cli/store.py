@@ -78,6 +78,12 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         "are reused)",
     )
     cp.add_argument("--batch-size", type=positive, default=500, help="items a transaction")
+    cp.add_argument(
+        "--max-value-mb",
+        type=positive,
+        default=16,
+        help="largest value copied, in MiB of JSON text (default 16): larger ones are REJECTED",
+    )
     cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -222,7 +228,11 @@ def cmd_copy(args: argparse.Namespace) -> int:
                 total = source.count() if show else 0
                 with _progress_bar(show, total) as progress:
                     report = transfer.copy_store(
-                        source, target, batch_size=args.batch_size, progress=progress
+                        source,
+                        target,
+                        batch_size=args.batch_size,
+                        progress=progress,
+                        max_value_bytes=args.max_value_mb * 1024 * 1024,
                     )
     except UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e

@@ -17,7 +17,12 @@ from . import namespaces
 from ._items import PutRow
 from .vectors import IndexSpec, field_name, pack, texts_to_embed
 
-__all__ = ["StoredItem", "item_value", "load_rows", "seconds"]
+__all__ = ["MAX_TTL_MINUTES", "StoredItem", "item_value", "load_rows", "seconds"]
+
+#: Largest TTL an item keeps, in minutes (about 7,600 years; PostgresStore's largest,
+#: 2**31 - 1, fits): its expiry, pushed back by every read, stays a finite time inside a
+#: datetime's range (a TTL of 1e308 made the refresh ``now + ttl * 60`` overflow).
+MAX_TTL_MINUTES = 4_000_000_000
 
 
 def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str, Any]:
@@ -98,11 +103,11 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
         validate_op_namespace(GetOp(tuple(item.namespace), item.key))
         value = item_value(item.namespace, item.key, item.value)
         if item.ttl_minutes is not None and not (
-            isinstance(item.ttl_minutes, (int, float)) and 0 < item.ttl_minutes < float("inf")
+            isinstance(item.ttl_minutes, (int, float)) and 0 < item.ttl_minutes <= MAX_TTL_MINUTES
         ):
             raise ValueError(
                 f"item {item.key!r} in {tuple(item.namespace)}: ttl_minutes must be a "
-                f"number > 0 or None, not {item.ttl_minutes!r}"
+                f"number > 0 and at most {MAX_TTL_MINUTES:,}, or None, not {item.ttl_minutes!r}"
             )
         rows[key] = PutRow(
             ns,

@@ -12,8 +12,15 @@ time (keyset paging: a page costs the same at any depth).
 Each row becomes a :class:`~._loading.StoredItem` (:class:`SourceRow`): the namespace
 text ``"a.b.c"`` split on ``"."``; the value JSON text (``json.loads``, NaN and
 infinities refused) that must be an object our store accepts; times read as UTC (a naive
-SQLite ``CURRENT_TIMESTAMP`` text is UTC); ``ttl_minutes`` kept. A row that is not such
-an item carries the reason instead. Embeddings: ``SqliteStore``'s little-endian float32
+SQLite ``CURRENT_TIMESTAMP`` text is UTC; PostgreSQL's read as seconds since the epoch,
+so that ``'infinity'`` is a row's value and not the driver's error); ``ttl_minutes``
+kept up to :data:`~._loading.MAX_TTL_MINUTES`. A row that is not such an item carries
+the reason instead.
+
+Sizes: a value larger than the copy's cap (:data:`MAX_VALUE_BYTES` of JSON text by
+default) is not read at all (its size is taken in SQL, the value replaced by NULL), and
+a page holds at most :data:`PAGE_BYTES` of values: each page first reads its rows' keys
+and sizes, then the values of the rows that fit. Embeddings: ``SqliteStore``'s little-endian float32
 blobs (the ``sqlite-vec`` format), or ``PostgresStore``'s pgvector column read as its
 text form ``[1,2,3]`` (no pgvector package needed); one that is neither is dropped (the
 target recomputes it).
@@ -26,22 +33,26 @@ import math
 import sys
 import warnings
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 from typing import Any, Literal
 
 from sqlalchemy import (
     Column,
     Connection,
     Engine,
+    LargeBinary,
     MetaData,
     Table,
     Text,
     and_,
+    case,
     cast,
     create_engine,
+    extract,
     func,
     inspect,
     or_,
@@ -54,14 +65,27 @@ from .._display import masked_text
 from .._sources import source_url
 from ..errors import UnknownSourceError
 from . import namespaces
-from ._loading import StoredItem
+from ._loading import MAX_TTL_MINUTES, StoredItem
 
-__all__ = ["BATCH", "SourceRow", "StoreSource", "StoreSourceKind", "open_store_source"]
+__all__ = [
+    "BATCH",
+    "MAX_VALUE_BYTES",
+    "PAGE_BYTES",
+    "SourceRow",
+    "StoreSource",
+    "StoreSourceKind",
+    "open_store_source",
+]
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
 #: Rows read (and items written) a page: one transaction of the target each.
 BATCH = 500
+#: Largest value copied, in bytes of its JSON text: a larger one is rejected unread.
+MAX_VALUE_BYTES = 16 * 1024 * 1024
+#: Most bytes of values a page reads (a page holds one row at least).
+PAGE_BYTES = 32 * 1024 * 1024
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 StoreSourceKind = Literal["auto", "sqlite", "postgres"]
 
@@ -109,26 +133,42 @@ class StoreSource:
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(self.store)).scalar_one())
 
-    def pages(self, size: int = BATCH) -> Iterator[list[SourceRow]]:
-        """The rows in ``(prefix, key)`` order, ``size`` a page, read as items."""
+    def pages(
+        self,
+        size: int = BATCH,
+        *,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        page_bytes: int = PAGE_BYTES,
+    ) -> Iterator[list[SourceRow]]:
+        """The rows in ``(prefix, key)`` order, read as items: ``size`` rows a page at
+        most, and ``page_bytes`` of values (one row at least); a value over
+        ``max_value_bytes`` is not read (its row is rejected)."""
         s = self.store.c
-        value = cast(s.value, Text) if self.kind == "postgres" else s.value
-        columns = [s.prefix, s.key, value.label("value")]
-        columns += [s[name] for name in _OPTIONAL if name in s]
+        postgres = self.kind == "postgres"
+        # SQLite: the value's bytes, so that text that is not UTF-8 is the row's fault.
+        value = cast(s.value, Text) if postgres else cast(s.value, LargeBinary)
+        length = func.octet_length(value) if postgres else func.length(value)
+        fits = case((length <= max_value_bytes, value), else_=None)
+        columns = [s.prefix, s.key, length.label("size"), fits.label("value")]
+        for name in (n for n in _OPTIONAL if n in s):
+            timed = postgres and name != "ttl_minutes"  # seconds: 'infinity' is a number
+            columns.append(extract("epoch", s[name]).label(name) if timed else s[name])
         after: tuple[Any, Any] | None = None
         while True:
-            stmt = select(*columns).order_by(s.prefix, s.key).limit(size)
-            if after is not None:
-                stmt = stmt.where(_after(s.prefix, s.key, after))
             with self.engine.connect() as conn:
+                count = _fitting(conn, self.store, after, size, length, max_value_bytes, page_bytes)
+                if not count:
+                    return
+                stmt = select(*columns).order_by(s.prefix, s.key).limit(count)
+                if after is not None:
+                    stmt = stmt.where(_after(s.prefix, s.key, after))
                 rows = [r._mapping for r in conn.execute(stmt)]
                 if not rows:
                     return
                 vectors = self._vectors(conn, rows[0], rows[-1])
             after = (rows[-1]["prefix"], rows[-1]["key"])
-            yield [_parse(r, vectors.get((r["prefix"], r["key"]))) for r in rows]
-            if len(rows) < size:
-                return
+            parse = _parse_epoch if postgres else _parse
+            yield [parse(r, vectors.get((r["prefix"], r["key"])), max_value_bytes) for r in rows]
 
     def _vectors(
         self, conn: Connection, first: Any, last: Any
@@ -155,6 +195,31 @@ def _after(prefix: Any, key: Any, last: tuple[Any, Any]) -> Any:
     return or_(prefix > last[0], and_(prefix == last[0], key > last[1]))
 
 
+def _fitting(
+    conn: Connection,
+    store: Table,
+    after: tuple[Any, Any] | None,
+    size: int,
+    length: Any,
+    cap: int,
+    budget: int,
+) -> int:
+    """How many of the next ``size`` rows after ``after`` the next page reads: as many
+    as fit in ``budget`` bytes of values (those over ``cap`` are not read), one at
+    least; 0 when no row is left."""
+    s = store.c
+    stmt = select(length).order_by(s.prefix, s.key).limit(size)
+    if after is not None:
+        stmt = stmt.where(_after(s.prefix, s.key, after))
+    sizes: Sequence[Any] = conn.execute(stmt).scalars().all()
+    total = 0
+    for n, found in enumerate(sizes):
+        total += found if found is not None and found <= cap else 0
+        if total > budget and n:
+            return n
+    return len(sizes)
+
+
 def _time(raw: Any) -> datetime | None:
     """A source time as an aware UTC datetime (naive times are UTC).
 
@@ -171,7 +236,29 @@ def _time(raw: Any) -> datetime | None:
         raise ValueError(f"a time is text, not {type(raw).__name__}")
     if when.tzinfo is None:
         return when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
+    try:
+        return when.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
+        raise ValueError(f"{raw!r} is out of range in UTC") from None
+
+
+def _epoch_time(raw: Any) -> datetime | None:
+    """A time read as seconds since the epoch (PostgreSQL's ``EXTRACT(epoch ...)``),
+    to the microsecond.
+
+    Raises:
+        ValueError: Not a number, ``infinity``, or out of a datetime's range.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, (Decimal, float, int)) or isinstance(raw, bool):
+        raise ValueError(f"a time is a timestamp, not {type(raw).__name__}")
+    if not math.isfinite(raw):
+        raise ValueError(f"{str(raw).lower()} is not a time this store keeps")
+    try:
+        return _EPOCH + timedelta(microseconds=round(Decimal(str(raw)) * 1_000_000))
+    except OverflowError:
+        raise ValueError(f"{raw} seconds since 1970 is out of range") from None
 
 
 def _no_constant(name: str) -> Any:
@@ -212,6 +299,8 @@ def _ttl(raw: Any) -> float | None:
         raise ValueError(f"ttl_minutes {raw!r} is not a number")
     if raw <= 0:
         raise ValueError(f"ttl_minutes {raw!r} is not positive")
+    if raw > MAX_TTL_MINUTES:
+        raise ValueError(f"ttl_minutes {raw!r} is above the store's {MAX_TTL_MINUTES:,}")
     return float(raw)
 
 
@@ -247,7 +336,22 @@ def _vector(raw: Any) -> list[float] | None:
     return values
 
 
-def _parse(row: Any, vectors: dict[str, list[float]] | None) -> SourceRow:
+def _column(time: Any, row: Any, name: str) -> datetime | None:
+    """Time column ``name`` of ``row`` read by ``time``; its error names the column."""
+    try:
+        return time(row.get(name))  # type: ignore[no-any-return]
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def _parse_epoch(row: Any, vectors: dict[str, list[float]] | None, cap: int) -> SourceRow:
+    """:func:`_parse` for a row whose times were read as seconds since the epoch."""
+    return _parse(row, vectors, cap, _epoch_time)
+
+
+def _parse(
+    row: Any, vectors: dict[str, list[float]] | None, cap: int, time: Any = _time
+) -> SourceRow:
     prefix, key = row["prefix"], row["key"]
     shown_prefix, shown_key = str(prefix), str(key)
     try:
@@ -256,10 +360,13 @@ def _parse(row: Any, vectors: dict[str, list[float]] | None) -> SourceRow:
         namespace = tuple(prefix.split("."))
         namespaces.encode(namespace)
         namespaces.check_key(key)
+        if row["size"] is not None and row["size"] > cap:
+            raise ValueError(
+                f"the value is {row['size']:,} bytes, above the copy's cap of {cap:,} "
+                "(--max-value-mb)"
+            )
         value = _value(row["value"])
-        created = _time(row.get("created_at"))
-        updated = _time(row.get("updated_at"))
-        expires = _time(row.get("expires_at"))
+        created, updated, expires = (_column(time, row, c) for c in _OPTIONAL[:3])
         ttl = _ttl(row.get("ttl_minutes"))
     except (ValueError, TypeError) as e:  # InvalidNamespaceError is a ValueError
         return SourceRow(shown_prefix, shown_key, None, str(e) or type(e).__name__)

@@ -38,6 +38,7 @@ from typing_extensions import Self
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .. import _shared
@@ -45,9 +46,12 @@ from .._door import Access
 from .._engines import resolve_urls
 from .._lifecycle import EngineOwner, wire
 from .._retry import RETRY_TIMEOUT
+from ..errors import SchemaOutOfDateError
 from . import _items, _reads, namespaces
 from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
 from ._loading import StoredItem, item_value, load_rows, seconds
+from ._prepared import Prepared
+from ._rounds import Rounds
 from ._sweeper import TTLSweepers
 from .filters import compile_filter
 from .vectors import IndexSpec, field_name, pack, texts_to_embed
@@ -57,21 +61,13 @@ __all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
 
+#: Errors of a round of queued calls that every part of it would meet alike: given to
+#: all its callers rather than running its halves again.
+_FINAL = (ConnectionError, SchemaOutOfDateError, PoolTimeoutError)
+
+
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-class _Prepared:
-    """A batch checked, before embedding: puts to embed, queries to embed."""
-
-    def __init__(self, count: int, now: float) -> None:
-        self.count = count
-        self.batch = Batch(now=now)
-        self.texts: list[tuple[int, str, str]] = []  # (put index, field, text)
-        self.queries: set[str] = set()  # the search queries to embed
-        # The last put of each key, checked: (stored namespace, op, canonical value or
-        # None for a delete, TTL in minutes or None).
-        self.puts: list[tuple[str, PutOp, dict[str, Any] | None, float | None]] = []
 
 
 class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
@@ -137,6 +133,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         self._asweeper: asyncio.Task[None] | None = None
+        self._rounds: Rounds[Prepared, Result] = Rounds(self._around, final=_FINAL)
 
     @classmethod
     def from_conn_string(
@@ -207,8 +204,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         self._doors.close()
 
     async def aclose(self) -> None:
-        """Stop the TTL sweepers and dispose the engines this store created, closing the
-        async connections of the running loop properly."""
+        """Wait for the running loop's queued calls, stop the TTL sweepers and dispose
+        the engines this store created, closing the async connections of the running
+        loop properly."""
+        await self._rounds.finish()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper(timeout=1.0)
         await self._doors.aclose()
@@ -251,8 +250,23 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: the same operation through the async door, the embedding
-        model called through its async methods."""
+        model called through its async methods.
+
+        A batch of one operation (what ``aget``, ``aput``, ``asearch``, ``adelete`` and
+        ``alist_namespaces`` send) is checked, then queued: the concurrent calls of an
+        event loop run together as one batch (up to 1,000 a round), as LangGraph's
+        official stores do, each caller getting its own result or error.
+        """
         prepared = self._prepare(ops)
+        if prepared.count == 1:
+            return [await self._rounds.submit(prepared)]
+        return await self._arun(prepared)
+
+    async def _around(self, parts: Sequence[Prepared]) -> list[Result]:
+        """A round of queued one-operation calls, as one batch."""
+        return await self._arun(Prepared.joined(parts, self._now()))
+
+    async def _arun(self, prepared: Prepared) -> list[Result]:
         texts = [text for _, _, text in prepared.texts]
         embedded: list[list[float]] = []
         if texts and self._index:
@@ -281,11 +295,11 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     def _now(self) -> float:
         return seconds(self._clock())
 
-    def _prepare(self, ops: Iterable[Op]) -> _Prepared:
+    def _prepare(self, ops: Iterable[Op]) -> Prepared:
         """Check every operation (nothing runs when one is bad) and plan the reads; keep
         the last put of each key."""
         ops = list(ops)
-        prepared = _Prepared(len(ops), self._now())
+        prepared = Prepared(len(ops), self._now())
         prepared.batch.count = len(ops)
         reads = prepared.batch.reads
         puts: dict[tuple[str, str], PutOp] = {}
@@ -332,7 +346,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     def _finish(
         self,
-        prepared: _Prepared,
+        prepared: Prepared,
         embedded: Sequence[Sequence[float]],
         queries: dict[str, list[float]],
     ) -> Batch:

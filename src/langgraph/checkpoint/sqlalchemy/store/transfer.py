@@ -3,7 +3,8 @@
 Sources: a ``SqliteStore`` file (``langgraph-checkpoint-sqlite``) or a ``PostgresStore``
 database (``langgraph-checkpoint-postgres``), read by :mod:`.official` (which says how a
 row becomes an item). A row that is not an item our store can hold (bad JSON, not an
-object, a value or namespace our store refuses, an unreadable time) is reported in
+object, a value or namespace our store refuses, an unreadable or out-of-range time, a
+TTL above the store's cap, a value larger than ``max_value_bytes``) is reported in
 :attr:`StoreCopyReport.rejected` and skipped; it never stops the copy. Items already
 expired at the start of the copy are skipped (counted in ``expired``): our store would
 never return them and its sweep would delete them.
@@ -37,11 +38,19 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from . import namespaces
 from ._loading import StoredItem, seconds
-from .official import BATCH, SourceRow, StoreSource, StoreSourceKind, open_store_source
+from .official import (
+    BATCH,
+    MAX_VALUE_BYTES,
+    SourceRow,
+    StoreSource,
+    StoreSourceKind,
+    open_store_source,
+)
 from .store import SQLAlchemyStore
 
 __all__ = [
     "BATCH",
+    "MAX_VALUE_BYTES",
     "RejectedRow",
     "StoreCopyReport",
     "StoreSource",
@@ -227,6 +236,7 @@ def copy_store(
     batch_size: int = BATCH,
     progress: Callable[[int], None] | None = None,
     verify: bool = True,
+    max_value_bytes: int = MAX_VALUE_BYTES,
 ) -> StoreCopyReport:
     """Copy every item of ``source`` into ``target`` (see the module's docstring).
 
@@ -236,21 +246,25 @@ def copy_store(
         batch_size: Rows a page: read, compared and written in one transaction.
         progress: Called with the number of rows read so far after each page.
         verify: Read the source again afterwards and compare every item with the target.
+        max_value_bytes: Largest value copied, in bytes of its JSON text (default 16
+            MiB): a larger one is rejected without being read.
 
     Returns:
         The report: copied, unchanged, expired, rejected, verified, differ.
 
     Raises:
-        ValueError: ``batch_size`` is not positive, or the target's embedding model
-            returned vectors of the wrong size.
+        ValueError: ``batch_size`` or ``max_value_bytes`` is not positive, or the
+            target's embedding model returned vectors of the wrong size.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}")
+    if max_value_bytes < 1:
+        raise ValueError(f"max_value_bytes must be 1 or more, not {max_value_bytes!r}")
     now = datetime.now(timezone.utc)
     ours = _Target(target)
     dims = ours.dims
     report = StoreCopyReport(source.kind)
-    for page in source.pages(batch_size):
+    for page in source.pages(batch_size, max_value_bytes=max_value_bytes):
         report.read += len(page)
         alive = _alive(page, now, report)
         rows, embedded = ours.held(alive)
@@ -262,7 +276,7 @@ def copy_store(
         if progress is not None:
             progress(report.read)
     if verify:
-        for page in source.pages(batch_size):
+        for page in source.pages(batch_size, max_value_bytes=max_value_bytes):
             alive = _alive(page, now, None)
             rows, embedded = ours.held(alive)
             for item in alive:
