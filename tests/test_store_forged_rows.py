@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from langgraph.checkpoint.sqlalchemy import StoreDecodeError
+from langgraph.checkpoint.sqlalchemy import StoreDecodeError, StoreRequestError
 from langgraph.checkpoint.sqlalchemy.store import namespaces
 from langgraph.checkpoint.sqlalchemy.store.tables import items
+from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 NS = ("forged",)
 
@@ -59,3 +60,32 @@ async def test_a_forged_row_fails_alone(
 
     await store_door.delete(NS, "bad")
     assert await store_door.get(NS, "bad") is None
+
+
+@pytest.mark.parametrize("ttl", [1e308, 4_000_000_001, float("nan"), 0, -1, "10"], ids=repr)
+async def test_an_out_of_range_ttl_is_refused_before_writing(store_door: Any, ttl: Any) -> None:
+    """put(ttl=1e308) was stored on PostgreSQL and then broke every refreshing read of its
+    namespace (DataError), and raised a raw ProgrammingError on MariaDB: now a typed
+    error, nothing written, on every backend."""
+    with pytest.raises(StoreRequestError, match="ttl must be"):
+        await store_door.put(NS, "k", {"n": 1}, ttl=ttl)
+    assert await store_door.get(NS, "k") is None
+    await store_door.put(NS, "k", {"n": 1}, ttl=4_000_000_000)  # the maximum is fine
+    await store_door.put(NS, "forever", {"n": 1}, ttl=float("inf"))
+    got = await store_door.search(NS, refresh_ttl=True)
+    assert sorted(item.key for item in got) == ["forever", "k"]
+
+
+def test_an_out_of_range_default_ttl_is_refused_when_built() -> None:
+    with pytest.raises(StoreRequestError, match="ttl must be"):
+        SQLAlchemyStore.from_conn_string(":memory:", ttl={"default_ttl": 1e308})
+
+
+async def test_a_forged_ttl_does_not_break_refreshing_reads(store_door: Any) -> None:
+    """A TTL forged above the maximum into the table is left as it is by refreshing reads
+    (its refresh would overflow): reads of the namespace go on."""
+    await store_door.put(NS, "good", {"n": 1}, ttl=60)
+    await store_door.put(NS, "bad", {"n": 2}, ttl=60)
+    forge(store_door.store, "bad", {"ttl_minutes": 1e308})
+    assert len(await store_door.search(NS, refresh_ttl=True)) == 2
+    assert (await store_door.get(NS, "bad", refresh_ttl=True)).value == {"n": 2}

@@ -26,6 +26,7 @@ __all__ = [
     "MigrationLockTimeout",
     "SchemaOutOfDateError",
     "StoreDecodeError",
+    "StoreRequestError",
     "ThreadLockTimeout",
     "ThreadNotEmptyError",
     "UnsupportedDialectError",
@@ -213,6 +214,12 @@ class StoreDecodeError(ValueError):
             "row is damaged or forged; delete the item (store.delete) or restore it."
         )
         self.namespace, self.key = namespace, key
+
+
+class StoreRequestError(ValueError):
+    """A call of ``SQLAlchemyStore`` refused before anything ran or was written: a value
+    out of the store's range (a TTL above its maximum) or a request over one of its
+    bounds. The message names the limit and what to do instead."""
 
 
 class CheckpointContentionError(CheckpointConflictError):

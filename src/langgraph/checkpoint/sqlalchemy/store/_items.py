@@ -153,6 +153,11 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
 
 
+#: Largest TTL an item keeps, in minutes (about 7,600 years; PostgresStore's largest,
+#: 2**31 - 1, fits): its expiry, pushed back by every read, stays a finite time inside a
+#: datetime's range (a TTL of 1e308 made the refresh ``now + ttl * 60`` overflow).
+MAX_TTL_MINUTES = 4_000_000_000
+
 #: ``expires_at`` of an item that never expires, in conditions (:func:`alive`).
 NEVER = 1e300
 
@@ -346,6 +351,9 @@ _REFRESH = (
         items.c.namespace == bindparam("b_ns"),
         items.c.key == bindparam("b_key"),
         items.c.ttl_minutes.is_not(None),
+        # A forged TTL above the maximum is not refreshed: its refresh would overflow
+        # (PostgreSQL: DataError) and fail every refreshing read of the namespace.
+        items.c.ttl_minutes <= MAX_TTL_MINUTES,
         items.c.expires_at > bindparam("b_now"),
     )
     .values(expires_at=bindparam("b_now") + items.c.ttl_minutes * 60.0)

@@ -14,15 +14,11 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, validate_op_names
 
 from .._canonical import MAX_DEPTH, canonical_json
 from . import namespaces
-from ._items import PutRow
+from ._items import MAX_TTL_MINUTES, PutRow
 from .vectors import IndexSpec, field_name, pack, texts_to_embed
 
 __all__ = ["MAX_TTL_MINUTES", "StoredItem", "item_value", "load_rows", "seconds"]
 
-#: Largest TTL an item keeps, in minutes (about 7,600 years; PostgresStore's largest,
-#: 2**31 - 1, fits): its expiry, pushed back by every read, stays a finite time inside a
-#: datetime's range (a TTL of 1e308 made the refresh ``now + ttl * 60`` overflow).
-MAX_TTL_MINUTES = 4_000_000_000
 
 
 def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from .._door import Access
 from .._engines import resolve_urls
 from .._lifecycle import EngineOwner, wire
 from .._retry import RETRY_TIMEOUT
-from ..errors import SchemaOutOfDateError
+from ..errors import SchemaOutOfDateError, StoreRequestError
 from . import _items, _reads, namespaces
 from ._items import Batch, GetPlan, ListPlan, PutRow, SearchPlan, StoreStats
 from ._loading import StoredItem, item_value, load_rows, seconds
@@ -92,9 +92,9 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         index: Semantic search: ``{"dims": int, "embed": Embeddings | function | name,
             "fields": [paths]}`` (LangGraph's ``IndexConfig``). Without it, puts embed
             nothing and ``query`` is ignored.
-        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that give
-            none, ``refresh_on_read`` (default True), ``sweep_interval_minutes`` for
-            :meth:`start_ttl_sweeper`.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, at most 4,000,000,000)
+            for puts that give none, ``refresh_on_read`` (default True),
+            ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`.
         retry_timeout: Seconds an operation is retried through transient failures (lost
             connection, deadlock, failover) before its typed error (default 15).
         clock: Returns the current time (aware ``datetime``); default UTC now. Expiry
@@ -104,6 +104,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     Raises:
         ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``) or
             ``retry_timeout``.
+        StoreRequestError: A ``default_ttl`` out of range (a put's ``ttl`` out of range
+            raises it at the put, before anything is written).
         UnsupportedDialectError: The engine's dialect is not supported.
         DriverNotInstalledError: The missing engine needs a driver that is not installed.
     """
@@ -128,6 +130,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         self._index = IndexSpec(index) if index else None
         self.index_config = index
         self.ttl_config = ttl
+        _ttl_minutes((ttl or {}).get("default_ttl"))  # refused here, not at the first put
         self._clock = clock or _utc_now
         wire(self, engine, async_engine, schema, retry_timeout)
         self._sweeper: threading.Thread | None = None
@@ -455,12 +458,24 @@ def _count(name: str, value: object) -> int:
 
 
 def _ttl_minutes(ttl: object) -> float | None:
-    if ttl is None:
+    """A put's TTL in minutes: None or infinity (never expires), else a number from 0
+    (exclusive) to :data:`._items.MAX_TTL_MINUTES`.
+
+    Raises:
+        StoreRequestError: Any other TTL (NaN, 0 or less, above the maximum, not a number).
+    """
+    if ttl is None or ttl == float("inf"):
         return None
-    if not isinstance(ttl, (int, float)) or isinstance(ttl, bool) or not ttl > 0:
-        raise ValueError(f"ttl must be a number of minutes > 0 or None, not {ttl!r}")
-    if ttl == float("inf"):
-        return None
+    if (
+        not isinstance(ttl, (int, float))
+        or isinstance(ttl, bool)
+        or not 0 < ttl <= _items.MAX_TTL_MINUTES
+    ):
+        raise StoreRequestError(
+            f"ttl must be a number of minutes above 0 and at most "
+            f"{_items.MAX_TTL_MINUTES:,} (about 7,600 years), None or math.inf (never "
+            f"expires), not {ttl!r}. Nothing was written."
+        )
     return float(ttl)
 
 
