@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -108,35 +108,6 @@ def interrupt_at(n: int) -> Callable[[int], None]:
     return progress
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("source_kind", SOURCES)
-def test_copy_interrupted_inside_a_thread_leaves_it_absent_and_the_same_call_finishes(
-    source_kind: str, target: str, tmp_path: Path, new_url: Callable[[str, str], str]
-) -> None:
-    source = source_url(source_kind, tmp_path, new_url)
-    counts = source_counts(source)
-    second = ORDER[1]
-    assert counts[second] >= 2, "the interruption must come inside the thread"
-    url = new_url(target, "target")
-    with open_source(source) as src, our_saver(url) as dst:
-        # Ctrl-C after the second thread's first checkpoint, inside its transaction.
-        with pytest.raises(Interrupted) as stopped:
-            copy_threads(src, dst, progress=interrupt_at(counts[ORDER[0]] + 1))
-        assert isinstance(stopped.value, KeyboardInterrupt)
-        assert (stopped.value.thread_id, stopped.value.total) == (second, len(ORDER))
-        assert stopped.value.report.threads == 1
-        assert held(dst) == {ORDER[0]: counts[ORDER[0]]}
-        assert rows_of(dst, second) == 0, "no write or value of the rolled-back thread stays"
-        again = copy_threads(src, dst)  # the same call: the whole thread is skipped
-        assert again.mismatches == [] and again.refused == []
-        assert again.checkpoints_skipped == counts[ORDER[0]]
-        assert again.checkpoints_copied == sum(counts.values()) - counts[ORDER[0]]
-        assert held(dst) == counts
-    with open_source(source) as original, our_saver(url) as copy:
-        for t in ORDER:
-            assert history(copy, t) == history(original, t), t
-
-
 class InterruptedFile(io.StringIO):
     """An export file whose reading raises ``KeyboardInterrupt`` (as Ctrl-C would) at the
     second record of ``thread_id``, once the file has been read to its end (the import's
@@ -161,26 +132,47 @@ class InterruptedFile(io.StringIO):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("source_kind", SOURCES)
-def test_import_interrupted_inside_a_thread_leaves_it_absent_and_the_same_call_finishes(
-    source_kind: str, target: str, tmp_path: Path, new_url: Callable[[str, str], str]
+@pytest.mark.parametrize("how", ["copy", "import"])
+def test_copy_or_import_interrupted_inside_a_thread_leaves_it_absent_and_the_same_call_finishes(
+    how: str, source_kind: str, target: str, tmp_path: Path, new_url: Callable[[str, str], str]
 ) -> None:
     source = source_url(source_kind, tmp_path, new_url)
     counts = source_counts(source)
+    first, second = ORDER[:2]
+    assert counts[second] >= 2, "the interruption must come inside the thread"
     text = exported(source)
-    second = ORDER[1]
+
+    def run(dst: SQLAlchemySaver, interrupted: bool) -> Any:
+        """Copy or import into ``dst``; ``interrupted``: Ctrl-C after the second
+        thread's first checkpoint, inside its transaction."""
+        if how == "import":
+            return import_threads(
+                dst, InterruptedFile(text, second) if interrupted else io.StringIO(text)
+            )
+        with open_source(source) as src:
+            stop = interrupt_at(counts[first] + 1) if interrupted else None
+            return copy_threads(src, dst, progress=stop)
+
     with our_saver(new_url(target, "target")) as dst:
         with pytest.raises(Interrupted) as stopped:
-            import_threads(dst, InterruptedFile(text, second))
-        assert stopped.value.thread_id == second
-        assert held(dst) == {ORDER[0]: counts[ORDER[0]]}
-        assert rows_of(dst, second) == 0
-        again = import_threads(dst, io.StringIO(text))
-        assert again.checkpoints_skipped == counts[ORDER[0]]
-        assert again.checkpoints_imported == sum(counts.values()) - counts[ORDER[0]]
+            run(dst, interrupted=True)
+        assert isinstance(stopped.value, KeyboardInterrupt)
+        assert (stopped.value.thread_id, stopped.value.total) == (second, len(ORDER))
+        assert stopped.value.report.threads == 1
+        assert held(dst) == {first: counts[first]}
+        assert rows_of(dst, second) == 0, "no write or value of the rolled-back thread stays"
+        again = run(dst, interrupted=False)  # the same call: the whole thread is skipped
+        moved = again.checkpoints_copied if how == "copy" else again.checkpoints_imported
+        assert (again.checkpoints_skipped, moved) == (
+            counts[first],
+            sum(counts.values()) - counts[first],
+        )
         assert held(dst) == counts
         with open_source(source) as original:
             for t in ORDER:
                 assert history(dst, t) == history(original, t), t
+        if how == "copy":
+            assert again.mismatches == [] and again.refused == []
 
 
 # -- export files that are not whole ----------------------------------------------------------
