@@ -161,9 +161,9 @@ def refuse_existing(
         more = ", ..." if len(existing) > 10 else ""
         raise ThreadNotEmptyError(
             f"{len(existing)} thread(s) already have checkpoints in the target, but not "
-            f"all of these ({', '.join(map(repr, existing[:10]))}{more}): nothing was "
-            f"{done}. Pass into_existing=True (CLI: --into-existing) to add checkpoints to "
-            "them, or choose other threads (thread_ids=..., CLI: --thread).",
+            f"every one to be {done} ({', '.join(map(repr, existing[:10]))}{more}): "
+            f"nothing was {done}. Pass into_existing=True (CLI: --into-existing) to add the "
+            "missing ones, or choose other threads (thread_ids=..., CLI: --thread).",
             existing,
         )
 

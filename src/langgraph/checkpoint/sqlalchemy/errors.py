@@ -96,7 +96,8 @@ class SchemaOutOfDateError(RuntimeError):
 
 class ThreadNotEmptyError(ValueError):
     """``copy_thread`` onto a thread that already has checkpoints, or ``copy_threads`` /
-    ``import_threads`` into threads that have some, without ``into_existing``.
+    ``import_threads`` into threads that have some but not every one of the source's (or
+    the file's), without ``into_existing``.
 
     Copying would mix two histories under one thread id. Delete the target thread first
     (``delete_thread``) or copy to a new thread id. Nothing was written.

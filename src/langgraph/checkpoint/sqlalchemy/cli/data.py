@@ -106,13 +106,13 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
-def _existing(e: ThreadNotEmptyError, target: str, done: str) -> CommandError:
-    """The refusal of threads the target already has, in the command line's words."""
+def _existing(e: ThreadNotEmptyError, target: str, done: str, source: str) -> CommandError:
+    """The refusal of threads the target has in part, in the command line's words."""
     names = ", ".join(map(repr, e.thread_ids[:10])) + (", ..." if len(e.thread_ids) > 10 else "")
     return CommandError(
-        f"{len(e.thread_ids)} thread(s) have checkpoints in {masked(target)}, but not all "
-        f"of these: {names}; nothing was {done}. Add --into-existing to add the missing "
-        "ones, or name the others with --thread",
+        f"{len(e.thread_ids)} thread(s) already have checkpoints in {masked(target)}, but not "
+        f"every one of {source}: {names}; nothing was {done}. Add --into-existing to add the "
+        "missing ones, or name the others with --thread",
         1,
     )
 
@@ -229,7 +229,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise _existing(e, args.target, "copied") from None
+        raise _existing(e, args.target, "copied", "the source") from None
     except SchemaOutOfDateError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 1) from e
 
@@ -297,7 +297,10 @@ def _output(path: str, *, overwrite: bool) -> Iterator[IO[str]]:
     if not overwrite and os.path.lexists(path):
         raise CommandError(f"{path} exists: pass --yes to replace it, or choose another file", 1)
     folder, name = os.path.split(os.path.abspath(path))
-    fd, partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    try:
+        fd, partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    except OSError as e:  # the error names the file asked for, not the temporary one
+        raise OSError(e.errno, e.strerror, path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fp:
             yield fp
@@ -371,7 +374,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except transfer.ExportFormatError as e:
         raise CommandError(f"{args.file}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise _existing(e, args.url_in_use, "imported") from None
+        raise _existing(e, args.url_in_use, "imported", "the file") from None
     except LookupError as e:
         raise CommandError(f"{args.file}: {e.args[0]}", 1) from None
     except ConnectionError:
