@@ -355,22 +355,15 @@ def until(check: Callable[[], bool], what: str, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
-def killed_inside(argv: list[str], url: str, thread_id: str, sig: int) -> tuple[int, str]:
-    """Run the CLI with ``argv`` and send it ``sig`` while it writes ``thread_id``: a
-    moment after every other thread is committed at ``url``, the last one being the long
-    one (copy verifies the thread before and reads the long one's keys first).
-
-    Returns:
-        The exit code and stderr.
-    """
-    others = {"a", "b", "z"} - {thread_id}
+def signalled(argv: list[str], ready: Callable[[], bool], sig: int) -> tuple[int, str]:
+    """Run the CLI with ``argv``, send it ``sig`` once ``ready()``; its exit code and
+    what it printed (stderr, then stdout)."""
     proc = subprocess.Popen(
         [*PROG, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        until(lambda: others <= set(committed(url)) or proc.poll() is not None, "the others")
-        time.sleep(1.0 if argv[0] == "copy" else 0.3)  # a few seconds of work to go
-        assert proc.poll() is None, "it ended before the signal: make the thread longer"
+        until(lambda: ready() or proc.poll() is not None, "the moment to send the signal")
+        assert proc.poll() is None, "it ended before the signal: give it more to do"
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -378,6 +371,21 @@ def killed_inside(argv: list[str], url: str, thread_id: str, sig: int) -> tuple[
             proc.kill()
             proc.wait()
     return proc.returncode, err + out
+
+
+def killed_inside(argv: list[str], url: str, thread_id: str, sig: int) -> tuple[int, str]:
+    """Run the CLI with ``argv`` and send it ``sig`` while it writes ``thread_id``: a
+    moment after every other thread is committed at ``url``, the last one being the long
+    one (copy verifies the thread before and reads the long one's keys first)."""
+    others = {"a", "b", "z"} - {thread_id}
+
+    def ready() -> bool:
+        if not others <= set(committed(url)):
+            return False
+        time.sleep(1.0 if argv[0] == "copy" else 0.3)  # a few seconds of work to go
+        return True
+
+    return signalled(argv, ready, sig)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -431,27 +439,15 @@ def test_an_export_killed_midway_leaves_nothing_under_its_name_and_its_remains_a
 ) -> None:
     source = big("copy").source
     out = tmp_path / "threads.jsonl"
-    proc = subprocess.Popen(
-        [*PROG, "--url", source, "export", "a", "b", "z", "-o", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
     def partials() -> list[Path]:
         return [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
-    try:
-        until(lambda: any(p.stat().st_size > 0 for p in partials()), "the export to start")
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    argv = ["--url", source, "export", "a", "b", "z", "-o", str(out)]
+    code, err = signalled(argv, lambda: any(p.stat().st_size > 0 for p in partials()), sig)
     assert not out.exists(), "a partial export is never under the name asked for"
     if sig != signal.SIGKILL:
-        assert proc.returncode == 130, err
+        assert code == 130, err
         assert f"nothing was written to {out}" in err
         assert partials() == []
         return
