@@ -292,13 +292,20 @@ def test_import_refuses_existing_threads_and_restricts(tmp_path: Path) -> None:
     dump = tmp_path / "dump.jsonl"
     assert cli("--url", url, "export", *newest, "-o", str(dump)).returncode == 0
     target = f"sqlite:///{tmp_path / 'target.sqlite'}"
-    first = cli("--url", target, "import", str(dump), "--thread", "t-blob", "--json")
-    assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["thread_ids"] == ["t-blob"]
-    again = cli("--url", target, "import", str(dump))
-    assert again.returncode == 1 and "t-blob" in again.stderr, again.stderr
+    with SQLAlchemySaver.from_conn_string(target) as saver:
+        saver.setup()
+        cp, versions = make_checkpoint({"v": "live"})
+        saver.put(cfg("t-blob"), cp, {}, versions)  # a live thread of the same id
+    planted = cli("--url", target, "import", str(dump))
+    assert planted.returncode == 1 and "t-blob" in planted.stderr, planted.stderr
     with SQLAlchemySaver.from_conn_string(target) as saver:
         assert [t.thread_id for t in saver.list_threads()] == ["t-blob"]
+    other = next(t for t in newest if t != "t-blob")
+    first = cli("--url", target, "import", str(dump), "--thread", other, "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["thread_ids"] == [other]
+    with SQLAlchemySaver.from_conn_string(target) as saver:
+        assert sorted(t.thread_id for t in saver.list_threads()) == sorted(["t-blob", other])
     unknown = cli("--url", target, "import", str(dump), "--thread", "nope")
     assert unknown.returncode == 1 and "not in the file" in unknown.stderr
     assert not marker.exists()
@@ -309,8 +316,9 @@ CRAFTED_V1 = {"format": "langgraph-checkpoint-sqlalchemy/jsonl", "version": 1}
 
 def test_crafted_import_file_runs_nothing(tmp_path: Path) -> None:
     """Version 1 (values inside the document) and 2 (values apart) files whose
-    document, values and writes carry the payload: imported as data, run by nothing;
-    a saver with strict decoding then refuses the values with CheckpointDecodeError."""
+    document, values and writes carry the payload: imported as data (they have no end
+    line: --allow-incomplete), run by nothing; a saver with strict decoding then refuses
+    the values with CheckpointDecodeError."""
     import base64
 
     from langgraph.checkpoint.base import empty_checkpoint
@@ -353,7 +361,7 @@ def test_crafted_import_file_runs_nothing(tmp_path: Path) -> None:
         )
     target = f"sqlite:///{tmp_path / 'target.sqlite'}"
     for text in lines:
-        done = cli("--url", target, "import", "-", stdin=text)
+        done = cli("--url", target, "import", "-", "--allow-incomplete", stdin=text)
         assert done.returncode == 0, done.stderr
         assert not marker.exists()
     with SQLAlchemySaver.from_conn_string(target, strict=True, strict_decode=True) as saver:
@@ -731,7 +739,8 @@ def test_crafted_import_lines_are_typed_errors(tmp_path: Path) -> None:
     }
     for name, record in cases.items():
         text = json.dumps({**CRAFTED_V1, "version": 2}) + "\n" + json.dumps(record) + "\n"
-        done = cli("--url", str(tmp_path / f"{len(name)}.sqlite"), "import", "-", stdin=text)
+        db = str(tmp_path / f"{len(name)}.sqlite")
+        done = cli("--url", db, "import", "-", "--allow-incomplete", stdin=text)
         assert done.returncode == 2, (name, done.stderr)
         assert "Traceback" not in done.stderr and "line 2" in done.stderr, (name, done.stderr)
 

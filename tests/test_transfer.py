@@ -31,7 +31,6 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints as lgsa_checkpoints
-from langgraph.checkpoint.sqlalchemy.schema import writes as lgsa_writes
 from langgraph.checkpoint.sqlalchemy.transfer import (
     EXPORT_FORMAT,
     ExportFormatError,
@@ -313,6 +312,8 @@ class Stop(Exception):
 
 
 def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
+    """A copy stopped half-way (an exception from its progress callback) leaves each
+    thread whole or absent; the same call again copies the rest, exactly once."""
     source = build_source("sqlite", tmp_path, lambda: "")
     target = f"sqlite:///{tmp_path / 'ours.sqlite'}"
 
@@ -328,15 +329,24 @@ def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
         total = sum(counts.values())
         with pytest.raises(Stop):
             copy_threads(src, dst, progress=stop_after(total // 2))
-        report = copy_threads(src, dst, into_existing=True)  # the re-run
-        assert report.checkpoints_skipped == total // 2
-        assert report.checkpoints_copied == total - total // 2
-        assert report.mismatches == []
         c = lgsa_checkpoints.c
-        with dst.engine.connect() as conn:
-            for t in THREADS:
-                rows = conn.execute(select(func.count()).where(c.thread_id == t)).scalar_one()
-                assert rows == counts[t], t
+
+        def held() -> dict[str, int]:
+            with dst.engine.connect() as conn:
+                return {
+                    t: conn.execute(select(func.count()).where(c.thread_id == t)).scalar_one()
+                    for t in THREADS
+                }
+
+        after_stop = held()
+        assert all(after_stop[t] in (0, counts[t]) for t in THREADS), after_stop
+        whole = sum(after_stop.values())
+        assert 0 < whole < total // 2 + 1
+        report = copy_threads(src, dst)  # the same call again: no into_existing needed
+        assert report.checkpoints_skipped == whole
+        assert report.checkpoints_copied == total - whole
+        assert report.mismatches == []
+        assert held() == counts
         # and a third run skips everything
         third = copy_threads(src, dst, into_existing=True)
         assert (third.checkpoints_copied, third.checkpoints_skipped) == (0, total)
@@ -346,43 +356,53 @@ def test_interrupted_copy_rerun_leaves_exactly_one_copy(tmp_path: Path) -> None:
 
 
 def test_copy_rerun_after_target_moved_on_verifies(tmp_path: Path) -> None:
-    # Issue 11: the copy is verified by key, not by counting: a target thread that moved
-    # on after the first copy (more checkpoints there than in the source) is fine.
+    """The copy is verified by key, not by counting: a target thread that moved on after
+    the first copy (more checkpoints there than in the source) is whole, skipped. One
+    that lacks a source checkpoint is refused without --into-existing."""
     source = build_source("sqlite", tmp_path, lambda: "")
     target = f"sqlite:///{tmp_path / 'ours.sqlite'}"
     first = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
     assert first.returncode == 0, first.stderr
     with our_saver(target) as dst:
-        before = len(list(dst.list(cfg("hitl"))))
+        before = list(dst.list(cfg("hitl")))
         hitl_graph(dst, Calls()).invoke(Command(resume="yes"), cfg("hitl"))
-        assert len(list(dst.list(cfg("hitl")))) > before
-    refused = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
-    assert refused.returncode == 1 and "--into-existing" in refused.stderr, refused.stderr
-    again = cli("copy", "--from", source, "--to", target, "--thread", "hitl", "--into-existing")
+        assert len(list(dst.list(cfg("hitl")))) > len(before)
+    again = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "MISMATCH" not in again.stdout
     assert "verified: every checkpoint and pending write" in again.stdout
+    oldest = before[-1].config["configurable"]["checkpoint_id"]
+    engine = create_engine(target)
+    with engine.begin() as conn:
+        conn.execute(delete(lgsa_checkpoints).where(lgsa_checkpoints.c.checkpoint_id == oldest))
+    engine.dispose()
+    refused = cli("copy", "--from", source, "--to", target, "--thread", "hitl")
+    assert refused.returncode == 1 and "--into-existing" in refused.stderr, refused.stderr
+    fixed = cli("copy", "--from", source, "--to", target, "--thread", "hitl", "--into-existing")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "copied 1 checkpoints" in fixed.stdout
+    assert "verified: every checkpoint and pending write" in fixed.stdout
 
 
 def test_copy_reports_checkpoints_and_writes_missing_from_the_target(tmp_path: Path) -> None:
+    """Verification reads the target back: rows of a thread that vanish as they are
+    written (here a trigger deletes them, as another process could) are reported."""
     source = build_source("sqlite", tmp_path, lambda: "")
     target = f"sqlite:///{tmp_path / 'ours.sqlite'}"
     with open_source(source) as src, our_saver(target) as dst:
         counts = {t: len(list(src.list(cfg(t)))) for t in THREADS}
         source_writes = sum(len(t.pending_writes or []) for t in src.list(cfg("sub")))
         assert source_writes > 0
-        total = sum(counts.values())
-
-        def vanish(done: int) -> None:
-            # "sub" is copied last: its rows disappear before it is verified
-            if done == total:
-                with dst.engine.begin() as conn:
-                    conn.execute(delete(lgsa_writes).where(lgsa_writes.c.thread_id == "sub"))
-                    conn.execute(
-                        delete(lgsa_checkpoints).where(lgsa_checkpoints.c.thread_id == "sub")
-                    )
-
-        report = copy_threads(src, dst, progress=vanish)
+        with dst.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "CREATE TRIGGER vanish AFTER INSERT ON lgsa_checkpoints "
+                    "WHEN NEW.thread_id = 'sub' BEGIN "
+                    "DELETE FROM lgsa_checkpoint_writes WHERE thread_id = 'sub'; "
+                    "DELETE FROM lgsa_checkpoints WHERE thread_id = 'sub'; END"
+                )
+            )
+        report = copy_threads(src, dst)
     assert [m.thread_id for m in report.mismatches] == ["sub"]
     (m,) = report.mismatches
     assert (m.source_count, m.missing_checkpoints) == (counts["sub"], counts["sub"])
@@ -441,7 +461,10 @@ def test_cli_export_import_round_trip(tmp_path: Path, pg_database: Callable[[], 
     done = cli("--url", ours, "export", *THREADS, "-o", str(dump))
     assert done.returncode == 0, done.stderr
     lines = dump.read_text().splitlines()
-    assert json.loads(lines[0]) == {"format": EXPORT_FORMAT, "version": 2}
+    assert json.loads(lines[0]) == {"format": EXPORT_FORMAT, "version": 3}
+    assert json.loads(lines[-1])["end_of_export"] == EXPORT_FORMAT
+    records = len(lines) - 2 - len(THREADS)  # header, end lines
+    assert json.loads(lines[-1])["checkpoints"] == records
     first = json.loads(lines[1])
     assert set(first) >= {"thread_id", "checkpoint_ns", "checkpoint_id", "metadata"}
     assert set(first["checkpoint"]) == {"type", "data"}
@@ -456,16 +479,29 @@ def test_cli_export_import_round_trip(tmp_path: Path, pg_database: Callable[[], 
     imported = cli("import", str(dump), "--url", pg, "--json")
     assert imported.returncode == 0, imported.stderr
     report = json.loads(imported.stdout)
-    assert report["checkpoints_imported"] == len(lines) - 1
+    assert report["checkpoints_imported"] == records
     assert report["threads"] == len(THREADS)
     assert sorted(report["thread_ids"]) == sorted(THREADS)
-    # The threads exist now: writing into them again needs --into-existing.
+    # The threads are whole there now: the same import skips them.
+    again = cli("import", "-", "--url", pg, "--json", stdin=dump.read_text())
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["checkpoints_skipped"] == records
+    # A thread that lacks one of the file's checkpoints is written to only on request.
+    engine = create_engine(pg)
+    with engine.begin() as conn:
+        latest = conn.execute(
+            select(func.max(lgsa_checkpoints.c.checkpoint_id)).where(
+                lgsa_checkpoints.c.thread_id == "hitl"
+            )
+        ).scalar_one()
+        conn.execute(delete(lgsa_checkpoints).where(lgsa_checkpoints.c.checkpoint_id == latest))
+    engine.dispose()
     refused = cli("import", "-", "--url", pg, stdin=dump.read_text())
     assert refused.returncode == 1
     assert "--into-existing" in refused.stderr and "nothing was imported" in refused.stderr
-    again = cli("import", "-", "--url", pg, "--json", "--into-existing", stdin=dump.read_text())
-    assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["checkpoints_skipped"] == len(lines) - 1
+    fixed = cli("import", "-", "--url", pg, "--json", "--into-existing", stdin=dump.read_text())
+    assert fixed.returncode == 0, fixed.stderr
+    assert json.loads(fixed.stdout)["checkpoints_imported"] == 1
 
     with our_saver(ours) as a, our_saver(pg) as b:
         for t in THREADS:
@@ -483,7 +519,7 @@ def test_cli_import_rejects_bad_files(tmp_path: Path) -> None:
         ),
         "csv.jsonl": ("a,b,c\n1,2,3\n", "not an export of langgraph-checkpoint-sqlalchemy"),
         "broken.jsonl": (
-            json.dumps({"format": EXPORT_FORMAT, "version": 1}) + '\n{"thread_id": "x"}\n',
+            json.dumps({"format": EXPORT_FORMAT, "version": 3}) + '\n{"thread_id": "x"}\n',
             "line 2: not a checkpoint record",
         ),
     }

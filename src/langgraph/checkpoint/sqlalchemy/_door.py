@@ -32,7 +32,16 @@ from .errors import SchemaOutOfDateError
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["Access", "AccessOptions", "Call", "Doors", "Plan", "SyncRunner", "access_options"]
+__all__ = [
+    "Access",
+    "AccessOptions",
+    "Call",
+    "Doors",
+    "Plan",
+    "SyncRunner",
+    "access_options",
+    "not_retried",
+]
 
 
 class Access(enum.Enum):
@@ -67,6 +76,20 @@ AccessOptions = Mapping[Access, Mapping[str, Any]]
 _WRITES = (Access.WRITE, Access.WRITE_ONE)
 
 E = TypeVar("E", Engine, "AsyncEngine")
+
+
+def not_retried(error: BaseException) -> None:
+    """Raise again the interruption (``KeyboardInterrupt``, ``SystemExit``, a task's
+    cancellation) that ``error`` came from, if any: a rollback that failed because Ctrl-C
+    stopped the driver in the middle of a statement (PyMySQL's ``InterfaceError``)
+    looks like a lost connection, and retrying it would swallow the Ctrl-C."""
+    seen: set[int] = set()
+    cause = error.__context__
+    while cause is not None and id(cause) not in seen:
+        if not isinstance(cause, Exception):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__context__
 
 
 class Doors(Generic[E]):
@@ -149,6 +172,7 @@ class SyncRunner:
                         self.check_schema(conn)
                     return op(conn, *args)
             except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
                 retry = retry or self.retry()
                 time.sleep(retry.pause(e))
 
@@ -160,6 +184,7 @@ class SyncRunner:
             try:
                 return fn(*args)
             except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
                 retry = retry or self.retry()
                 time.sleep(retry.pause(e))
 

@@ -1,6 +1,7 @@
 """The versioned JSON lines file of :func:`.transfer.export_threads` and
-:func:`.transfer.import_threads`: its header, its checkpoint records, and the
-``{"type": ..., "data": base64}`` encoding of serialised values.
+:func:`.transfer.import_threads`: its header, its checkpoint records, the lines that
+close each thread and the file (version 3), and the ``{"type": ..., "data": base64}``
+encoding of serialised values. :mod:`._exportfile` checks a whole file.
 """
 
 from __future__ import annotations
@@ -21,21 +22,35 @@ from .errors import ExportFormatError
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "WAY_OUT",
     "check_header",
+    "export_end_line",
     "header_line",
     "parse_record",
+    "read_line",
+    "record_key",
     "record_line",
-    "record_thread",
     "text_lines",
+    "thread_end_line",
 ]
 
 #: ``format`` of the first line of an export file.
 EXPORT_FORMAT = "langgraph-checkpoint-sqlalchemy/jsonl"
-#: ``version`` of the export format written by :func:`export_threads`: 2 stores each
-#: channel value apart from the checkpoint document, as the saver stored it.
-EXPORT_VERSION = 2
-#: Versions :func:`check_header` accepts (1 kept the channel values inside the document).
-READ_VERSIONS = (1, 2)
+#: ``version`` of the export format written by :func:`export_threads`: 3 closes each
+#: thread with a line counting its checkpoints and writes, and the file with one
+#: counting its threads (what proves a file whole); 2 stores each channel value apart
+#: from the checkpoint document, as the saver stored it.
+EXPORT_VERSION = 3
+#: Versions :func:`check_header` accepts (1 kept the channel values inside the document;
+#: 1 and 2 have no end lines).
+READ_VERSIONS = (1, 2, 3)
+#: The first version whose files close each thread and end with an end line.
+CLOSED_SINCE = 3
+#: What to do with a file that cannot be proved whole, said in every such refusal.
+WAY_OUT = (
+    "nothing was imported. Export the threads again, or pass allow_incomplete=True (CLI: "
+    "--allow-incomplete) to import the threads the file holds as they are"
+)
 
 
 def _encode(serde: SerializerProtocol, value: Any) -> dict[str, str]:
@@ -57,6 +72,24 @@ def _decode(serde: SerializerProtocol, doc: Any, *, value: bool = False) -> Any:
 def header_line() -> str:
     """The first line of an export file: its format and version."""
     return json.dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION}) + "\n"
+
+
+def thread_end_line(thread_id: str, checkpoints: int, writes: int) -> str:
+    """The line after a thread's last checkpoint: the thread and what it holds."""
+    end = {"end_of_thread": thread_id, "checkpoints": checkpoints, "writes": writes}
+    return json.dumps(end, ensure_ascii=False) + "\n"
+
+
+def export_end_line(threads: int, checkpoints: int, writes: int) -> str:
+    """The last line of an export file, written once everything else is: without it
+    the file is an interrupted export."""
+    end = {
+        "end_of_export": EXPORT_FORMAT,
+        "threads": threads,
+        "checkpoints": checkpoints,
+        "writes": writes,
+    }
+    return json.dumps(end) + "\n"
 
 
 def record_line(
@@ -93,26 +126,29 @@ def record_line(
     return json.dumps(record, ensure_ascii=False, default=str) + "\n"
 
 
-def text_lines(fp: IO[str]) -> Iterator[tuple[str, int]]:
-    """``(line, number)`` of a text file; a file that is not text (not UTF-8) is an
-    :class:`ExportFormatError` naming the line, not a ``UnicodeDecodeError``."""
-    number = 1
-    while True:
-        try:
-            line = fp.readline()
-        except UnicodeDecodeError as e:
-            raise ExportFormatError(
-                f"line {number}: not UTF-8 text ({e.reason}): not an export of "
-                "langgraph-checkpoint-sqlalchemy"
-            ) from None
-        if not line:
-            return
+def read_line(fp: IO[str], number: int) -> str:
+    """Line ``number`` of a text file (empty at its end); a file that is not text (not
+    UTF-8) is an :class:`ExportFormatError` naming the line, not a
+    ``UnicodeDecodeError``."""
+    try:
+        return fp.readline()
+    except UnicodeDecodeError as e:
+        raise ExportFormatError(
+            f"line {number}: not UTF-8 text ({e.reason}): not an export of "
+            "langgraph-checkpoint-sqlalchemy"
+        ) from None
+
+
+def text_lines(fp: IO[str], first: int = 1) -> Iterator[tuple[str, int]]:
+    """``(line, number)`` of a text file from where it is, numbered from ``first``."""
+    number = first
+    while line := read_line(fp, number):
         yield line, number
         number += 1
 
 
-def check_header(line: str) -> None:
-    """Check the first line of an export file.
+def check_header(line: str) -> int:
+    """Check the first line of an export file; its version.
 
     Raises:
         ExportFormatError: Not a header, or an unknown format or version.
@@ -136,6 +172,7 @@ def check_header(line: str) -> None:
             "version of langgraph-checkpoint-sqlalchemy (it reads versions "
             f"{', '.join(map(str, READ_VERSIONS))})."
         )
+    return int(header["version"])
 
 
 def _idx(value: Any) -> int:
@@ -145,23 +182,27 @@ def _idx(value: Any) -> int:
     return value
 
 
-def record_thread(line: str, number: int) -> str:
-    """The ``thread_id`` of a record line, nothing else decoded.
+def record_key(line: str, number: int) -> tuple[str, str]:
+    """``(checkpoint_ns, checkpoint_id)`` of a record line, nothing else decoded.
 
     Raises:
-        ExportFormatError: Not JSON, or no string ``thread_id``.
+        ExportFormatError: Not a checkpoint record.
     """
     try:
-        thread_id = json.loads(line).get("thread_id")
-    except (ValueError, AttributeError, RecursionError):
-        thread_id = None
-    if not isinstance(thread_id, str):
-        raise ExportFormatError(f"line {number}: not a checkpoint record (no thread_id).")
-    return thread_id
+        rec = json.loads(line)
+        key = (rec["checkpoint_ns"], rec["checkpoint_id"])
+    except (ValueError, KeyError, TypeError, RecursionError):
+        key = None
+    if key is None or not all(isinstance(k, str) for k in key):
+        raise ExportFormatError(f"line {number}: not a checkpoint record (no checkpoint id).")
+    return key
 
 
-def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any, ...]:
-    """Line ``number`` of an export file (version 1 or 2), values decoded with ``serde``.
+def parse_record(
+    serde: SerializerProtocol, line: str | dict[str, Any], number: int
+) -> tuple[Any, ...]:
+    """Line ``number`` of an export file (any version; or that line's JSON already
+    parsed), values decoded with ``serde``.
 
     Returns:
         ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata,
@@ -171,7 +212,7 @@ def parse_record(serde: SerializerProtocol, line: str, number: int) -> tuple[Any
         ExportFormatError: Not a checkpoint record (the message gives the line number).
     """
     try:
-        rec = json.loads(line)
+        rec = json.loads(line) if isinstance(line, str) else line
         thread_id = rec["thread_id"]
         ns = rec["checkpoint_ns"]
         checkpoint_id = rec["checkpoint_id"]

@@ -32,7 +32,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ._door import AccessOptions, Doors, Plan, Steps, SyncRunner
+from ._door import AccessOptions, Doors, Plan, Steps, SyncRunner, not_retried
 from ._retry import RETRY_TIMEOUT, Retry
 from .dialects import QueryBuilder
 
@@ -240,6 +240,7 @@ class Runner(SyncRunner):
                         await conn.run_sync(self.check_schema)
                     return await conn.run_sync(op, *args)
             except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
                 retry = retry or self.retry()
                 await asyncio.sleep(retry.pause(e))
 

@@ -12,7 +12,7 @@ the saver's two doors only differ in how they run it. :class:`Pages` is the plan
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -27,16 +27,18 @@ from langgraph.checkpoint.base import (
 
 from . import _browse, _codec, _history, _ids, _listing, _maintenance, _ops
 from ._codec import PendingWrite
-from ._door import Access, Call, Plan
+from ._door import Access, Call, Plan, Steps
 from ._maintenance import ThreadInfo
 
-__all__ = ["Pages", "Plans"]
+__all__ = ["Pages", "Plans", "PutArgs"]
 
 # Short names of the contract's parameter types, for the plans' signatures.
 Config = RunnableConfig
 Meta = CheckpointMetadata
 Versions = ChannelVersions
 Writes = Sequence[PendingWrite] | None
+#: The arguments of one ``put_with_writes``.
+PutArgs = tuple[Config, Checkpoint, Meta, Versions, Sequence[PendingWrite]]
 
 
 class Plans:
@@ -92,6 +94,11 @@ class Plans:
             # SQLite, two round trips on PostgreSQL).
             one = _ops.one_statement(self.st, rows)
             yield (Access.WRITE_ONE if one else Access.WRITE), _ops.put, (self.st, rows)
+        return stored
+
+    def put_all(self, items: Callable[[], Iterable[PutArgs]]) -> Plan[int]:
+        """``put_all_with_writes``: every checkpoint of ``items()`` in one transaction."""
+        stored: int = yield Access.WRITE, _put_all, (self, items)
         return stored
 
     def put_writes(
@@ -169,6 +176,19 @@ class Plans:
         call = Access.READ, _browse.storage_stats, (self.st, key, bool(estimate))
         stats: dict[str, dict[str, int]] = yield call
         return stats
+
+
+def _put_all(conn: Any, plans: Plans, items: Callable[[], Iterable[PutArgs]]) -> int:
+    """Run the plan of ``put_with_writes`` for each of ``items()`` on ``conn``, inside
+    the caller's one transaction; how many were stored. A retry of the transaction
+    calls ``items`` again."""
+    stored = 0
+    for args in items():
+        steps = Steps(plans.put(*args))
+        for _access, op, op_args in steps:
+            steps.result = op(conn, *op_args)
+        stored += 1
+    return stored
 
 
 class Pages:

@@ -1,12 +1,12 @@
-"""Writing what :mod:`.transfer` reads into our saver: one checkpoint with its writes in
-one transaction, the checks made before anything is written (threads the target has,
-ids our tables cannot hold), the typed error of a source row that cannot be moved, and
-the verification of a copied thread by key.
+"""Writing what :mod:`.transfer` reads into our saver: a thread's checkpoints with their
+writes in one transaction, the checks made before anything is written (threads the
+target has, ids our tables cannot hold), the typed error of a source row that cannot be
+moved, and the verification of a copied thread by key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -16,11 +16,20 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from . import _maintenance
 from ._codec import PendingWrite, namespace
 from ._ids import thread
+from ._plans import PutArgs
 from ._sources import Reader, batches
 from .errors import CheckpointConfigError, CheckpointDecodeError, ThreadNotEmptyError
 from .saver import SQLAlchemySaver
 
-__all__ = ["refuse_existing", "source_errors", "store", "unfit", "verify"]
+__all__ = [
+    "Entry",
+    "refuse_existing",
+    "source_entries",
+    "source_errors",
+    "store_thread",
+    "unfit",
+    "verify",
+]
 
 
 def verify(
@@ -51,24 +60,21 @@ def verify(
     return None
 
 
-def store(
-    target: SQLAlchemySaver,
-    thread_id: str,
-    checkpoint_ns: str,
-    parent_id: str | None,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    pending: Sequence[PendingWrite],
-) -> None:
-    """Store a checkpoint and its pending writes in one transaction, writes first
-    (:meth:`.SQLAlchemySaver.put_with_writes`).
+#: One checkpoint to store: ``(checkpoint_ns, checkpoint_id, parent_id, checkpoint,
+#: metadata, pending writes)``.
+Entry = tuple[str, str, str | None, Checkpoint, CheckpointMetadata, Sequence[PendingWrite]]
+
+
+def _put_args(thread_id: str, entry: Entry) -> PutArgs:
+    """The arguments of :meth:`.SQLAlchemySaver.put_with_writes` for ``entry``.
 
     ``new_versions`` is the checkpoint's channel versions of the channels it holds a
     value for; blobs are first-write-wins, so values shared with the parent are not
     duplicated. Writes keep their ``idx`` when the source gave it and are
     first-write-wins, so storing them again is harmless.
     """
-    parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    ns, _, parent_id, checkpoint, metadata, pending = entry
+    parent: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
     if parent_id:
         parent["checkpoint_id"] = parent_id
     values = checkpoint.get("channel_values") or {}
@@ -76,26 +82,88 @@ def store(
         ch: v for ch, v in checkpoint.get("channel_versions", {}).items() if ch in values
     }
     config = cast(RunnableConfig, {"configurable": parent})
-    target.put_with_writes(config, checkpoint, metadata, new_versions, pending)
+    return config, checkpoint, metadata, new_versions, pending
 
 
-def refuse_existing(target: SQLAlchemySaver, thread_ids: Sequence[str], done: str) -> None:
+def store_thread(
+    target: SQLAlchemySaver, thread_id: str, entries: Callable[[], Iterator[Entry]]
+) -> tuple[int, int]:
+    """Store the checkpoints ``entries()`` gives, with their writes, in one transaction
+    (:meth:`.SQLAlchemySaver.put_all_with_writes`): the thread gets all of them or none,
+    whatever stops it (an error, ``KeyboardInterrupt``, a killed process). ``entries``
+    is called again when a transient failure starts the transaction over.
+
+    Returns:
+        ``(checkpoints, pending writes)`` stored.
+
+    Raises:
+        CheckpointDecodeError: An entry that cannot be read or stored as it is, named.
+    """
+    at = ["", ""]  # the namespace and id of the entry being stored, for its error
+    writes = [0]
+
+    def items() -> Iterator[PutArgs]:
+        writes[0] = 0
+        for entry in entries():
+            at[:] = entry[:2]
+            writes[0] += len(entry[5])
+            yield _put_args(thread_id, entry)
+
+    with _source_errors(thread_id, lambda: (at[0], at[1])):
+        stored = target.put_all_with_writes(items)
+    return stored, writes[0]
+
+
+def source_entries(
+    reader: Reader,
+    thread_id: str,
+    keys: Sequence[tuple[str, str]],
+    progress: Callable[[int], None] | None,
+    handled: int,
+) -> Callable[[], Iterator[Entry]]:
+    """The checkpoints ``keys`` of a source thread, read one at a time, as the entries
+    of :func:`store_thread`; ``progress`` after each, counting from ``handled``
+    (again from there when the transaction starts over)."""
+
+    def entries() -> Iterator[Entry]:
+        for n, (ns, checkpoint_id) in enumerate(keys, 1):
+            with source_errors(thread_id, ns, checkpoint_id):
+                tup, pending = reader.read(thread_id, ns, checkpoint_id)
+            parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            yield ns, checkpoint_id, parent, tup.checkpoint, tup.metadata, pending
+            if progress is not None:
+                progress(handled + n)
+
+    return entries
+
+
+def refuse_existing(
+    target: SQLAlchemySaver,
+    thread_ids: Sequence[str],
+    done: str,
+    wanted: Callable[[str], Iterable[tuple[str, str]]],
+) -> None:
     """Refuse, before anything is written, threads that already have checkpoints in
-    ``target``.
+    ``target`` but not every one of ``wanted(thread_id)`` (the source's, or the file's,
+    by namespace and id). A thread the target holds whole, as a copy that was
+    interrupted after it leaves it, passes: nothing of it is to be written.
 
     Raises:
         ThreadNotEmptyError: Some do; the message names up to 10 and the way out.
     """
     new = set(Reader(target).missing([str(t) for t in thread_ids]))
-    existing = [t for t in thread_ids if t not in new]
+    existing = [
+        t
+        for t in thread_ids
+        if t not in new and not set(wanted(t)) <= target.run_read(_maintenance.checkpoint_keys, t)
+    ]
     if existing:
         more = ", ..." if len(existing) > 10 else ""
         raise ThreadNotEmptyError(
-            f"{len(existing)} thread(s) already have checkpoints in the target "
-            f"({', '.join(map(repr, existing[:10]))}{more}): nothing was {done}. Pass "
-            "into_existing=True (CLI: --into-existing) to add checkpoints to them "
-            "(re-running an interrupted run), or choose other threads (thread_ids=..., "
-            "CLI: --thread).",
+            f"{len(existing)} thread(s) already have checkpoints in the target, but not "
+            f"every one to be {done} ({', '.join(map(repr, existing[:10]))}{more}): "
+            f"nothing was {done}. Pass into_existing=True (CLI: --into-existing) to add the "
+            "missing ones, or choose other threads (thread_ids=..., CLI: --thread).",
             existing,
         )
 
@@ -105,13 +173,20 @@ def source_errors(thread_id: str, ns: str, checkpoint_id: str) -> Iterator[None]
     """A source checkpoint that cannot be read or stored as it is becomes a
     ``CheckpointDecodeError`` naming it (a damaged or forged source row), not a raw
     error from deep inside a serializer or an official saver."""
+    with _source_errors(thread_id, lambda: (ns, checkpoint_id)):
+        yield
+
+
+@contextmanager
+def _source_errors(thread_id: str, where: Callable[[], tuple[str, str]]) -> Iterator[None]:
+    """:func:`source_errors` of the checkpoint ``where()`` names when the error comes."""
     try:
         yield
     except (CheckpointDecodeError, CheckpointConfigError, ConnectionError):
         raise
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError, LookupError) as e:
         raise CheckpointDecodeError(
-            thread_id, ns, checkpoint_id, "source", f"{type(e).__name__}: {e}"
+            thread_id, *where(), "source", f"{type(e).__name__}: {e}"
         ) from e
 
 

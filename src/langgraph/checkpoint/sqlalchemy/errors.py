@@ -1,9 +1,9 @@
 """Every typed error of the package. Each message says what to do.
 
 The package root re-exports all of them (its ``__all__`` takes this module's) but the
-two of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceError`,
-:class:`ExportFormatError`), which that module exports and which stay out of this
-``__all__`` so that the root's public names do not change.
+three of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceError`,
+:class:`ExportFormatError`, :class:`IncompleteExportError`), which that module exports
+and which stay out of this ``__all__`` so that the root's public names do not change.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ class SchemaOutOfDateError(RuntimeError):
 
 class ThreadNotEmptyError(ValueError):
     """``copy_thread`` onto a thread that already has checkpoints, or ``copy_threads`` /
-    ``import_threads`` into threads that have some, without ``into_existing``.
+    ``import_threads`` into threads that have some but not every one of the source's (or
+    the file's), without ``into_existing``.
 
     Copying would mix two histories under one thread id. Delete the target thread first
     (``delete_thread``) or copy to a new thread id. Nothing was written.
@@ -325,3 +326,11 @@ class ExportFormatError(ValueError):
     """An import file that is not an export of this library: wrong first line, unknown
     format or version, or a line that is not a checkpoint record (the message gives the
     line number)."""
+
+
+class IncompleteExportError(ExportFormatError):
+    """An export file that cannot be proved whole: it does not close with its end
+    record (an interrupted export, a cut file, or a version 1 or 2 file, which has
+    none), its counts disagree with its lines, or a thread's lines are split or unclosed.
+    Nothing of the file was imported; the message says what to do (export again, or
+    accept the file as it is with ``allow_incomplete``)."""

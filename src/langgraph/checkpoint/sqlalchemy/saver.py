@@ -607,6 +607,32 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         plan = self._plans.put(config, checkpoint, metadata, new_versions, writes)
         return self._doors.drive(plan)
 
+    def put_all_with_writes(self, items: Callable[[], Iterable[_plans.PutArgs]]) -> int:
+        """Store checkpoints with their pending writes, all in one transaction: after it,
+        or after a crash, an interruption or an error raised by ``items`` during it, the
+        database holds every one of them or none. How :mod:`.transfer` moves a thread.
+
+        Each is stored as :meth:`put_with_writes` stores it. ``items`` runs inside the
+        transaction, so that it may read them from elsewhere one by one (memory: one at a
+        time); on SQLite, other writers wait for the database until it ends. A transient
+        failure (a dropped connection, a deadlock) starts the transaction over and calls
+        ``items`` again: it must give the same checkpoints each time.
+
+        Args:
+            items: Called with no argument for an iterable of ``(config, checkpoint,
+                metadata, new_versions, writes)``, the arguments of
+                :meth:`put_with_writes`, in the order to store them.
+
+        Returns:
+            The number of checkpoints stored.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace, ids or channel names (nothing
+                stored).
+            CheckpointMetadataError: Metadata that is not JSON (nothing stored).
+        """
+        return self._doors.drive(self._plans.put_all(items))
+
     def run_read(self, op: Callable[..., R], *args: Any) -> R:
         """Return ``op(conn, *args)`` run in a read transaction through the door of every
         read (schema check, one retry): how :mod:`.transfer` reads our tables by key.

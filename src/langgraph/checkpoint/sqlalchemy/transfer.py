@@ -8,14 +8,16 @@
   tables and engine transfer reads beside it (our saver reads its own tables).
 * :func:`copy_threads` copies every checkpoint of every namespace of some threads, with
   their ids, parents, metadata and pending writes, into a :class:`SQLAlchemySaver`. It is
-  resumable: a checkpoint the target already has is skipped, so an interrupted copy is
+  resumable: a thread the target holds whole is skipped, so an interrupted copy is
   finished by running it again.
 * :func:`export_threads` / :func:`import_threads` write and read a versioned JSON lines
-  file, portable between our databases.
+  file, portable between our databases, which ends with a line counting what it holds:
+  a file without it (an interrupted export) is refused before anything is written.
 
-Each checkpoint is stored in the target with its pending writes in one transaction
-(writes first, :meth:`.SQLAlchemySaver.put_with_writes`), so a checkpoint present in the
-target always has its writes.
+Each thread is stored in the target in one transaction, every checkpoint with its
+pending writes (:meth:`.SQLAlchemySaver.put_all_with_writes`): an interrupted copy or
+import leaves each thread whole or absent, never an older state that looks like the
+latest (:class:`Interrupted` says how far it went).
 """
 
 from __future__ import annotations
@@ -28,15 +30,12 @@ from typing import IO, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from . import _jsonl, _maintenance
+from . import _exportfile, _jsonl, _maintenance
 from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
 from ._sources import Reader, SourceKind, opaque_view, open_saver
 from ._sources import Source as Source  # what open_source yields (documented with this module)
-from ._writing import refuse_existing, source_errors, store, unfit, verify
-from .errors import (
-    ExportFormatError,
-    UnknownSourceError,
-)
+from ._writing import refuse_existing, source_entries, source_errors, store_thread, unfit, verify
+from .errors import ExportFormatError, IncompleteExportError, UnknownSourceError
 from .saver import SQLAlchemySaver
 
 __all__ = [
@@ -46,6 +45,8 @@ __all__ = [
     "ExportFormatError",
     "ExportReport",
     "ImportReport",
+    "IncompleteExportError",
+    "Interrupted",
     "Mismatch",
     "Refused",
     "SourceKind",
@@ -125,14 +126,49 @@ class ExportReport:
 
 @dataclass
 class ImportReport:
-    """What :func:`import_threads` did (same meaning as :class:`CopyReport`);
-    ``thread_ids`` lists the threads it was to write (the file's, or those chosen)."""
+    """What :func:`import_threads` did (same meaning as :class:`CopyReport`).
+
+    Attributes:
+        thread_ids: The threads it was to write (the file's, or those chosen).
+        threads: Threads written (or found whole in the target).
+        checkpoints_imported: Checkpoints written.
+        checkpoints_skipped: Checkpoints the target already had.
+        writes_imported: Pending writes stored with the written checkpoints.
+        whole_file: The file ended with its end line and its counts agreed (False only
+            with ``allow_incomplete``).
+        left_out: With ``allow_incomplete``, the thread the file ends inside of: not
+            imported (a version 3 file, or one that ends in the middle of a line).
+    """
 
     thread_ids: list[str] = field(default_factory=list)
     threads: int = 0
     checkpoints_imported: int = 0
     checkpoints_skipped: int = 0
     writes_imported: int = 0
+    whole_file: bool = True
+    left_out: list[str] = field(default_factory=list)
+
+
+class Interrupted(KeyboardInterrupt):
+    """:func:`copy_threads` or :func:`import_threads` stopped by ``KeyboardInterrupt``
+    (Ctrl-C; the CLI makes SIGTERM one too). Each thread is written in one transaction:
+    the threads done are in the target whole, the one being written was rolled back,
+    and the others were not touched. The same call again finishes the work: it skips
+    the threads the target holds whole.
+
+    Attributes:
+        report: What was done before the interruption (a :class:`CopyReport` or an
+            :class:`ImportReport`).
+        total: The threads the call was to write.
+        thread_id: The thread being written, of which nothing was stored; None when the
+            interruption came between two threads.
+    """
+
+    def __init__(self, report: CopyReport | ImportReport, total: int, thread_id: str | None):
+        super().__init__(f"interrupted after {report.threads} of {total} threads")
+        self.report = report
+        self.total = total
+        self.thread_id = thread_id
 
 
 def missing_threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -> list[str]:
@@ -225,13 +261,14 @@ def copy_threads(
 
     Checkpoint ids, parent ids, metadata, namespaces and pending writes (with
     ``task_id``, and ``task_path`` and ``idx`` when the source stores them) are kept;
-    checkpoints go oldest first. Each checkpoint and its writes are one transaction in
-    the target. Checkpoints the target already has (same thread_id, checkpoint_ns,
-    checkpoint_id) are skipped, so running the copy again after an interruption finishes
-    it without duplicates. At the end each thread is verified by key, 500 checkpoints a
-    query: every checkpoint of the source and each of its pending writes (by task and
-    channel) must be in the target; more in the target (a thread that moved on since an
-    earlier copy) is fine.
+    checkpoints go oldest first. Each thread is one transaction in the target, however
+    many checkpoints it has (read from the source one at a time inside it): an
+    interrupted copy leaves it whole or absent. Checkpoints the target already has (same
+    thread_id, checkpoint_ns, checkpoint_id) are skipped, so running the copy again
+    after an interruption finishes it without duplicates. At the end each thread is
+    verified by key, 500 checkpoints a query: every checkpoint of the source and each of
+    its pending writes (by task and channel) must be in the target; more in the target
+    (a thread that moved on since an earlier copy) is fine.
 
     Args:
         source: The saver to read (see :func:`open_source`); any ``BaseCheckpointSaver``
@@ -239,12 +276,14 @@ def copy_threads(
         target: Our saver, set up (``setup()``).
         thread_ids: Threads to copy; None copies all.
         progress: Called after each checkpoint (copied or skipped) with the number of
-            checkpoints handled so far. An exception it raises stops the copy (already
-            stored checkpoints stay; re-run to finish).
-        into_existing: Allow writing into target threads that already have checkpoints
-            (re-running an interrupted copy). Without it such threads are refused before
-            anything is written: a source handed to the operator could otherwise plant a
-            new latest checkpoint in a live thread.
+            checkpoints handled so far, inside the thread's transaction. An exception it
+            raises stops the copy and rolls the thread back (the threads before it stay;
+            run the copy again to finish).
+        into_existing: Allow writing into target threads that already have some
+            checkpoints but not all of the source's. Without it such threads are refused
+            before anything is written (a source handed to the operator could otherwise
+            plant a new latest checkpoint in a live thread); threads the target holds
+            whole (an interrupted copy's) are skipped either way.
 
     Returns:
         The report; ``mismatches`` lists threads failing verification and ``refused``
@@ -254,12 +293,13 @@ def copy_threads(
 
     Raises:
         TypeError: ``thread_ids`` is a bare string.
-        ThreadNotEmptyError: Some threads already have checkpoints in the target and
-            ``into_existing`` is False; nothing was written.
-        CheckpointConfigError: A checkpoint id or channel name unfit for our tables (the
-            thread's checkpoints before it are stored; re-run after fixing the source).
+        ThreadNotEmptyError: Some threads have checkpoints in the target, not all of the
+            source's, and ``into_existing`` is False; nothing was written.
+        Interrupted: A ``KeyboardInterrupt``, with what was done.
+        CheckpointConfigError: A checkpoint id or channel name unfit for our tables
+            (nothing of that thread is stored; the threads before it are).
         CheckpointDecodeError: A source checkpoint that cannot be read or written back
-            as stored (a damaged row); the checkpoints before it are stored.
+            as stored (a damaged row); nothing of its thread is stored.
     """
     reader = Reader(source)
     # Values read as data are written back as stored; a saver of unknown tables hands
@@ -267,34 +307,37 @@ def copy_threads(
     writer = cast(SQLAlchemySaver, opaque_view(target)) if reader.opaque else target
     threads = _chosen_threads(reader, thread_ids)
     if not into_existing:
-        refuse_existing(target, threads, "copied")
+        refuse_existing(target, threads, "copied", reader.keys)
     report = CopyReport()
     handled = 0
-    for thread_id in threads:
-        keys = reader.keys(thread_id)
-        reason = unfit(thread_id, keys)
-        if reason is not None:
-            report.refused.append(Refused(thread_id, reason))
-            continue
-        report.threads += 1
-        existing = target.run_read(_maintenance.checkpoint_keys, thread_id)
-        for ns, checkpoint_id in keys:
-            if (ns, checkpoint_id) in existing:
-                report.checkpoints_skipped += 1
-            else:
-                with source_errors(thread_id, ns, checkpoint_id):
-                    tup, pending = reader.read(thread_id, ns, checkpoint_id)
-                    parent = (tup.parent_config or {}).get("configurable", {})
-                    parent_id = parent.get("checkpoint_id")
-                    store(writer, thread_id, ns, parent_id, tup.checkpoint, tup.metadata, pending)
-                report.checkpoints_copied += 1
-                report.writes_copied += len(pending)
-            handled += 1
-            if progress is not None:
+    current: str | None = None
+    try:
+        for thread_id in threads:
+            keys = reader.keys(thread_id)
+            reason = unfit(thread_id, keys)
+            if reason is not None:
+                report.refused.append(Refused(thread_id, reason))
+                continue
+            existing = target.run_read(_maintenance.checkpoint_keys, thread_id)
+            todo = [k for k in keys if k not in existing]
+            handled += len(keys) - len(todo)
+            if progress is not None and len(todo) < len(keys):
                 progress(handled)
-        missing = verify(reader, target, thread_id, keys)
-        if missing is not None:
-            report.mismatches.append(Mismatch(thread_id, len(keys), *missing))
+            if todo:
+                current = thread_id
+                entries = source_entries(reader, thread_id, todo, progress, handled)
+                copied, writes = store_thread(writer, thread_id, entries)
+                current = None
+                report.checkpoints_copied += copied
+                report.writes_copied += writes
+                handled += len(todo)
+            report.threads += 1
+            report.checkpoints_skipped += len(keys) - len(todo)
+            missing = verify(reader, target, thread_id, keys)
+            if missing is not None:
+                report.mismatches.append(Mismatch(thread_id, len(keys), *missing))
+    except KeyboardInterrupt as e:
+        raise Interrupted(report, len(threads), current) from e
     return report
 
 
@@ -307,61 +350,71 @@ def export_threads(
     """Write threads to a JSON lines file that :func:`import_threads` reads back.
 
     The first line is ``{"format": "langgraph-checkpoint-sqlalchemy/jsonl", "version":
-    1}``; then one line per checkpoint, oldest first, each ``{"thread_id",
-    "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "metadata", "checkpoint",
-    "pending_writes"}``. ``metadata`` is JSON; ``checkpoint`` (with its channel values)
-    and each write's ``value`` are ``{"type": ..., "data": base64}``, the output of the
-    saver's ``serde.dumps_typed`` as is: with an ``EncryptedSerializer`` they stay
-    encrypted, and the importing saver needs the same key. ``pending_writes`` is a list
-    of ``{"task_id", "task_path", "channel", "idx", "value"}`` (``idx`` null when the
-    source does not store it).
+    3}``; then, thread after thread, one line per checkpoint, oldest first, each
+    ``{"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+    "metadata", "checkpoint", "channel_values", "pending_writes"}``, and after a
+    thread's last checkpoint ``{"end_of_thread": thread_id, "checkpoints": n, "writes":
+    n}``. The last line, written once everything else is, is ``{"end_of_export":
+    "langgraph-checkpoint-sqlalchemy/jsonl", "threads": n, "checkpoints": n, "writes":
+    n}``: a file without it is an interrupted export, which :func:`import_threads`
+    refuses. ``metadata`` is JSON; ``checkpoint`` (the document without its channel
+    values), each of ``channel_values`` and each write's ``value`` are ``{"type": ...,
+    "data": base64}``, the output of the saver's ``serde.dumps_typed`` as is: with an
+    ``EncryptedSerializer`` they stay encrypted, and the importing saver needs the same
+    key. ``pending_writes`` is a list of ``{"task_id", "task_path", "channel", "idx",
+    "value"}`` (``idx`` null when the source does not store it).
 
     Args:
         saver: The saver to read (ours, or one from :func:`open_source`).
         thread_ids: Threads to export; None exports all.
-        fp: A text file open for writing.
+        fp: A text file open for writing. Written as it goes: write to a temporary
+            file and rename it at the end (as the CLI does) so that an interrupted
+            export is never found under the final name.
 
     Returns:
-        Counts of what was written.
+        Counts of what was written (a thread without checkpoints is not).
     """
     reader = Reader(saver)
     serde = reader.saver.serde
-    threads = _chosen_threads(reader, thread_ids)
-    report = ExportReport(threads=len(threads))
+    report = ExportReport()
     fp.write(_jsonl.header_line())
-    for thread_id in threads:
+    for thread_id in _chosen_threads(reader, thread_ids):
+        checkpoints = writes = 0
         for ns, checkpoint_id in reader.keys(thread_id):
             with source_errors(thread_id, ns, checkpoint_id):
                 tup, pending = reader.read(thread_id, ns, checkpoint_id)
                 line = _jsonl.record_line(serde, thread_id, ns, checkpoint_id, tup, pending)
             fp.write(line)
-            report.checkpoints += 1
-            report.writes += len(pending)
+            checkpoints += 1
+            writes += len(pending)
+        if checkpoints:
+            fp.write(_jsonl.thread_end_line(thread_id, checkpoints, writes))
+            report.threads += 1
+            report.checkpoints += checkpoints
+            report.writes += writes
+    fp.write(_jsonl.export_end_line(report.threads, report.checkpoints, report.writes))
     return report
 
 
-def import_plan(fp: IO[str]) -> dict[str, int]:
+def import_plan(fp: IO[str], *, allow_incomplete: bool = False) -> dict[str, int]:
     """The threads an export file holds and their checkpoint counts, in file order,
-    read without decoding any value; the file is left at its start.
+    read without decoding any value, once the file is checked whole (as
+    :func:`import_threads` checks it); the file is left at its start.
 
     Args:
         fp: A text file open for reading (read into memory first when it cannot seek).
+        allow_incomplete: As for :func:`import_threads`.
 
     Returns:
         ``{thread_id: checkpoints}``.
 
     Raises:
         ExportFormatError: Not an export file, or a line without a string ``thread_id``.
+        IncompleteExportError: The file cannot be proved whole.
     """
-    lines = _jsonl.text_lines(fp)
-    _jsonl.check_header(next(lines, ("", 1))[0])
-    found: dict[str, int] = {}
-    for line, number in lines:
-        if line.strip():
-            thread_id = _jsonl.record_thread(line, number)
-            found[thread_id] = found.get(thread_id, 0) + 1
+    contents = _exportfile.scan(fp, None, allow_incomplete=allow_incomplete)
     fp.seek(0)
-    return found
+    return {p.thread_id: p.checkpoints for p in contents.parts}
 
 
 def import_threads(
@@ -370,66 +423,77 @@ def import_threads(
     *,
     thread_ids: Sequence[str] | None = None,
     into_existing: bool = False,
+    allow_incomplete: bool = False,
 ) -> ImportReport:
     """Read a file written by :func:`export_threads` into our saver.
 
-    Explicit about what it touches: the file is read once for its threads
-    (:func:`import_plan`) before anything is written; a thread that already has
-    checkpoints in the saver is written to only with ``into_existing`` (a crafted file
-    could otherwise plant a new latest checkpoint in a live thread). Values move as they
-    are stored in the file, as data: nothing in the file is imported, called or
-    unpickled (:mod:`._opaque`), and an encrypted file stays readable only with its key.
-    Each checkpoint is stored with its writes in one transaction; checkpoints the saver
-    already has are skipped, so an interrupted import is finished by running it again
-    (with ``into_existing``).
+    The whole file is read and checked first, every line decoded as it will be
+    imported: a file that does not end with its end line (an interrupted export, a cut
+    file), whose counts disagree with its lines, or with a line that is not a record is
+    refused before anything is written. Then each thread is stored in one transaction,
+    every checkpoint with its pending writes (the file is read a second time): an
+    interrupted import leaves each thread whole or absent. A thread that already has
+    some checkpoints in the saver, but not all of the file's, is written to only with
+    ``into_existing`` (a crafted file could otherwise plant a new latest checkpoint in a
+    live thread); one the saver holds whole is skipped, so the same import again
+    finishes an interrupted one. Values move as they are stored in the file, as data:
+    nothing in the file is imported, called or unpickled (:mod:`._opaque`), and an
+    encrypted file stays readable only with its key.
 
     Args:
         saver: Our saver, set up.
         fp: A text file open for reading (read into memory when it cannot seek).
         thread_ids: Import only these threads (None: every thread of the file).
         into_existing: Allow writing into threads that already have checkpoints.
+        allow_incomplete: Import a file that cannot be proved whole: one without its
+            end line (the thread it ends inside of is left out, see
+            :attr:`ImportReport.left_out`), or of version 1 or 2, which have no end line
+            (each thread is imported as the file holds it: its last one may lack
+            checkpoints). Counts that disagree are refused even so.
 
     Returns:
         Counts of what was imported and skipped, and the threads written.
 
     Raises:
         ExportFormatError: Not an export file, an unknown format or version, or a bad
-            line (checkpoints before that line are imported).
-        ThreadNotEmptyError: Some threads of the file already exist in the saver and
-            ``into_existing`` is False; nothing was written.
+            line; nothing was written.
+        IncompleteExportError: An :class:`ExportFormatError`: the file cannot be
+            proved whole (see ``allow_incomplete``); nothing was written.
+        ThreadNotEmptyError: Some threads of the file have checkpoints in the saver, not
+            all of the file's, and ``into_existing`` is False; nothing was written.
         LookupError: A thread of ``thread_ids`` is not in the file; nothing was written.
+        Interrupted: A ``KeyboardInterrupt``, with what was done.
     """
     if not fp.seekable():
         fp = io.StringIO(fp.read())
-    plan = import_plan(fp)
-    if thread_ids is not None:
-        wanted = list(dict.fromkeys(str(t) for t in _chosen_ids(thread_ids)))
-        absent = [t for t in wanted if t not in plan]
-        if absent:
-            raise LookupError(f"not in the file: {', '.join(map(repr, absent))}")
-        plan = {t: plan[t] for t in wanted}
-    if not into_existing:
-        refuse_existing(saver, list(plan), "imported")
     writer = cast(SQLAlchemySaver, opaque_view(saver))
-    lines = _jsonl.text_lines(fp)
-    next(lines, None)  # the header, checked by import_plan
-    report = ImportReport(thread_ids=list(plan))
-    existing_keys: dict[str, set[tuple[str, str]]] = {}
-    chosen = thread_ids is not None  # else every line's thread is in the plan
-    for line, number in lines:
-        if not line.strip() or (chosen and _jsonl.record_thread(line, number) not in plan):
-            continue
-        record = _jsonl.parse_record(writer.serde, line, number)
-        thread_id, ns, checkpoint_id, parent, metadata, checkpoint, pending = record
-        if thread_id not in existing_keys:
-            existing_keys[thread_id] = saver.run_read(_maintenance.checkpoint_keys, thread_id)
+    contents = _exportfile.scan(fp, writer.serde, allow_incomplete=allow_incomplete)
+    parts = {p.thread_id: p for p in contents.parts}
+    if thread_ids is not None:
+        wanted = _chosen_ids(thread_ids)
+        absent = [t for t in wanted if t not in parts]
+        if absent:
+            cut = f" (the file ends inside {contents.cut!r})" if contents.cut in absent else ""
+            raise LookupError(f"not in the file: {', '.join(map(repr, absent))}{cut}")
+        parts = {t: parts[t] for t in wanted}
+    if not into_existing:
+        refuse_existing(
+            saver, list(parts), "imported", lambda t: _exportfile.file_keys(fp, parts[t])
+        )
+    report = ImportReport(thread_ids=list(parts), whole_file=contents.whole)
+    report.left_out = [contents.cut] if contents.cut is not None else []
+    current: str | None = None
+    try:
+        for thread_id, part in parts.items():
+            current = thread_id
+            existing = saver.run_read(_maintenance.checkpoint_keys, thread_id)
+            entries = _exportfile.file_entries(fp, part, existing, writer.serde)
+            stored, writes = store_thread(writer, thread_id, entries)
+            current = None
             report.threads += 1
-        if (ns, checkpoint_id) in existing_keys[thread_id]:
-            report.checkpoints_skipped += 1
-            continue
-        with source_errors(thread_id, ns, checkpoint_id):
-            store(writer, thread_id, ns, parent, checkpoint, metadata, pending)
-        existing_keys[thread_id].add((ns, checkpoint_id))
-        report.checkpoints_imported += 1
-        report.writes_imported += len(pending)
+            report.checkpoints_imported += stored
+            report.checkpoints_skipped += part.checkpoints - stored
+            report.writes_imported += writes
+    except KeyboardInterrupt as e:
+        raise Interrupted(report, len(parts), current) from e
     return report

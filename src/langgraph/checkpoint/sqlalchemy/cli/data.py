@@ -6,6 +6,11 @@ PostgresSaver database (see :func:`langgraph.checkpoint.sqlalchemy.transfer.open
 and writes our tables at ``--to`` (created if missing); ``export`` and ``import`` use the
 global ``--url``. Each command imports the transfer machinery (and ``rich``, for the
 progress bar) when it runs: building the parser does not.
+
+Nothing interrupted looks complete: ``copy`` and ``import`` write each thread in one
+transaction and, stopped by Ctrl-C or SIGTERM, say how far they went and the command
+that finishes (the same one); ``export`` writes a temporary file beside the one asked
+for and renames it once its end line is written.
 """
 
 from __future__ import annotations
@@ -13,12 +18,17 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shlex
+import signal
 import sys
+import tempfile
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
-from typing import IO, TYPE_CHECKING, Any, get_args
+from typing import IO, TYPE_CHECKING, Any, cast, get_args
 
+from .._default_url import url_from_env
 from .._source_kind import SourceKind
 from ..errors import SchemaOutOfDateError, ThreadNotEmptyError
 from .common import (
@@ -65,7 +75,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     cp.add_argument(
         "--into-existing",
         action="store_true",
-        help="also write into target threads that already have checkpoints (a re-run)",
+        help="also write into target threads that have some checkpoints, not all the source's",
     )
 
     ex = add_command(sub, common, "export", cmd_export, "write threads to a JSON lines file")
@@ -75,7 +85,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         "--output",
         required=True,
         metavar="FILE",
-        help="new file (0600; an existing one only with --yes, never a symlink), or - for stdout",
+        help="new file (0600; an existing one only with --yes, never a symlink), written "
+        "under a temporary name and renamed when complete; or - for stdout",
     )
 
     im = add_command(sub, common, "import", cmd_import, "read a file written by export")
@@ -86,19 +97,74 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     im.add_argument(
         "--into-existing",
         action="store_true",
-        help="also write into threads that already have checkpoints (else refused)",
+        help="also write into threads that have some checkpoints, not all the file's",
+    )
+    im.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="import a file without its end line (an interrupted export, version 1 or 2) as it is",
     )
 
 
-def _existing(e: ThreadNotEmptyError, target: str, done: str) -> CommandError:
-    """The refusal of threads the target already has, in the command line's words."""
+def _existing(e: ThreadNotEmptyError, target: str, done: str, source: str) -> CommandError:
+    """The refusal of threads the target has in part, in the command line's words."""
     names = ", ".join(map(repr, e.thread_ids[:10])) + (", ..." if len(e.thread_ids) > 10 else "")
     return CommandError(
-        f"{len(e.thread_ids)} thread(s) already have checkpoints in {masked(target)}: "
-        f"{names}; nothing was {done}. Add --into-existing to write into them (re-running "
-        "an interrupted run), or name the others with --thread",
+        f"{len(e.thread_ids)} thread(s) already have checkpoints in {masked(target)}, but not "
+        f"every one of {source}: {names}; nothing was {done}. Add --into-existing to add the "
+        "missing ones, or name the others with --thread",
         1,
     )
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (``kill``, a container stopping) as Ctrl-C while a command writes: the
+    thread being written is rolled back and the command says how far it went."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _interrupted(
+    e: transfer.Interrupted, moved: str, where: str, again: list[str], note: str = ""
+) -> int:
+    """Say what an interrupted copy or import did (``moved``: "copied 5 checkpoints (3
+    pending writes)") and the command that finishes it (URLs masked; ``note`` said
+    after it); the exit code of an interruption."""
+    rolled = (
+        f"; thread {e.thread_id!r} was rolled back: none of its checkpoints is in {where}"
+        if e.thread_id is not None
+        else ""
+    )
+    command = shlex.join(["langgraph-checkpoint-sqlalchemy", *again])
+    hidden = " (put the passwords shown as *** back)" if "***" in command else ""
+    print(
+        f"interrupted: {e.report.threads} of {e.total} threads done, {moved}, each whole in "
+        f"{where}{rolled}. To finish, run the same command again (it skips the threads "
+        f"{where} holds whole){hidden}{note}:\n  {command}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def _repeated(args: argparse.Namespace, *flags: str) -> list[str]:
+    """The words that repeat the options of ``args`` a command shares: ``--schema``,
+    ``--json``, each ``--thread`` and the set ``flags`` (attribute names)."""
+    words = ["--schema", args.schema] if args.schema else []
+    words += ["--json"] if args.json else []
+    for thread_id in args.threads or ():
+        words += ["--thread", thread_id]
+    return words + ["--" + f.replace("_", "-") for f in flags if getattr(args, f)]
 
 
 @contextmanager
@@ -128,9 +194,12 @@ def cmd_copy(args: argparse.Namespace) -> int:
     require_database(args.source, "--from")
     args.url_in_use = args.source
     try:
-        with transfer.open_source(
-            args.source, kind=args.from_kind, schema=args.from_schema
-        ) as source:
+        with (
+            _sigterm_interrupts(),
+            transfer.open_source(
+                args.source, kind=args.from_kind, schema=args.from_schema
+            ) as source,
+        ):
             check_threads(source, args.threads or (), "nothing was copied")
             with open_saver(args, args.target, create=True, option="--to") as target:
                 try:
@@ -147,10 +216,20 @@ def cmd_copy(args: argparse.Namespace) -> int:
                         progress=progress,
                         into_existing=args.into_existing,
                     )
+    except transfer.Interrupted as e:
+        r = cast("transfer.CopyReport", e.report)
+        again = ["copy", "--from", masked(args.source), "--to", masked(args.target)]
+        if args.from_kind != "auto":
+            again += ["--from-kind", args.from_kind]
+        if args.from_schema:
+            again += ["--from-schema", args.from_schema]
+        again += _repeated(args, "into_existing", "no_progress")
+        copied = f"copied {r.checkpoints_copied} checkpoints ({r.writes_copied} pending writes)"
+        return _interrupted(e, copied, "the target", again)
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise _existing(e, args.target, "copied") from None
+        raise _existing(e, args.target, "copied", "the source") from None
     except SchemaOutOfDateError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 1) from e
 
@@ -183,41 +262,77 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .. import transfer
 
     with open_saver(args, threads=args.thread_ids, what="nothing was exported") as saver:
-        if args.output == "-":
+        if args.output == "-":  # no file to rename: the end line alone says it is whole
             report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
             sys.stdout.flush()
             print(_export_line(report), file=sys.stderr)
             return 0
-        with _open_output(args.output, overwrite=getattr(args, "yes", False)) as fp:
-            report = transfer.export_threads(saver, args.thread_ids, fp)
+        try:
+            with (
+                _sigterm_interrupts(),
+                _output(args.output, overwrite=getattr(args, "yes", False)) as fp,
+            ):
+                report = transfer.export_threads(saver, args.thread_ids, fp)
+        except KeyboardInterrupt:
+            print(f"interrupted: nothing was written to {args.output}", file=sys.stderr)
+            return 130
     emit(args, asdict(report), lambda: print(f"{_export_line(report)} to {args.output}"))
     return 0
 
 
-def _open_output(path: str, *, overwrite: bool) -> IO[str]:
-    """The export file, new and readable by its owner only (0600: it holds
-    conversations). An existing file is replaced only with ``--yes``; a symbolic link is
-    never followed (it could point anywhere the operator can write).
+@contextmanager
+def _output(path: str, *, overwrite: bool) -> Iterator[IO[str]]:
+    """The export file, written under a temporary name beside it (``.NAME.*.partial``)
+    and renamed to ``path`` once the block ends without error: an interrupted export is
+    never found under the name asked for (the temporary file is removed; after a
+    ``kill -9`` it stays under its own name). The file is readable by its owner only
+    (0600: it holds conversations). An existing file is replaced only with ``--yes``; a
+    symbolic link is refused (it could point anywhere the operator can write).
 
     Raises:
         CommandError: The file exists (without ``--yes``) or is a symbolic link.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if overwrite else os.O_EXCL)
+    if os.path.islink(path):
+        raise CommandError(f"{path} is a symbolic link: give the file's own path", 2)
+    if not overwrite and os.path.lexists(path):
+        raise CommandError(f"{path} exists: pass --yes to replace it, or choose another file", 1)
+    folder, name = os.path.split(os.path.abspath(path))
     try:
-        fd = os.open(path, flags, 0o600)
+        fd, partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    except OSError as e:  # the error names the file asked for, not the temporary one
+        raise OSError(e.errno, e.strerror, path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fp:
+            yield fp
+            fp.flush()
+            os.fsync(fp.fileno())
+        _rename(partial, path, overwrite=overwrite)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(partial)
+
+
+def _rename(partial: str, path: str, *, overwrite: bool) -> None:
+    """Give the finished ``partial`` file the name ``path``: over an existing file only
+    with ``overwrite`` (a hard link, which never replaces one, where the file system
+    has them)."""
+    if overwrite:
+        os.replace(partial, path)
+        return
+    try:
+        os.link(partial, path)
     except FileExistsError:
-        if os.path.islink(path):
-            raise CommandError(f"{path} is a symbolic link: give the file's own path", 2) from None
         raise CommandError(
-            f"{path} exists: pass --yes to replace it, or choose another file", 1
+            f"{path} was created during the export: pass --yes to replace it, or choose "
+            "another file",
+            1,
         ) from None
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise CommandError(f"{path} is a symbolic link: give the file's own path", 2) from e
-        raise
-    if overwrite and hasattr(os, "fchmod"):
-        os.fchmod(fd, 0o600)  # a replaced file keeps its mode otherwise (0644: readable)
-    return os.fdopen(fd, "w", encoding="utf-8")
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
+            raise
+        if os.path.lexists(path):  # no hard links here: check, then rename
+            raise CommandError(f"{path} was created during the export: pass --yes", 1) from e
+        os.replace(partial, path)
 
 
 def _export_line(report: transfer.ExportReport) -> str:
@@ -231,15 +346,35 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .. import transfer
 
     try:
-        with _open_input(args.file) as fp, open_saver(args, create=True) as saver:
+        with (
+            _sigterm_interrupts(),
+            _open_input(args.file) as fp,
+            open_saver(args, create=True) as saver,
+        ):
             saver.setup()
             report = transfer.import_threads(
-                saver, fp, thread_ids=args.threads, into_existing=args.into_existing
+                saver,
+                fp,
+                thread_ids=args.threads,
+                into_existing=args.into_existing,
+                allow_incomplete=args.allow_incomplete,
             )
+    except transfer.Interrupted as e:
+        r = cast("transfer.ImportReport", e.report)
+        again = ["import", args.file]
+        if args.url != url_from_env():
+            again += ["--url", masked(args.url)]
+        again += _repeated(args, "into_existing", "allow_incomplete")
+        imported = f"imported {r.checkpoints_imported} checkpoints ({r.writes_imported} pending "
+        imported += "writes)"
+        stdin = ", the same file on stdin" if args.file == "-" else ""
+        return _interrupted(e, imported, "the database", again, stdin)
+    except transfer.IncompleteExportError as e:
+        raise CommandError(f"{args.file}: {e}", 1) from e
     except transfer.ExportFormatError as e:
         raise CommandError(f"{args.file}: {e}", 2) from e
     except ThreadNotEmptyError as e:
-        raise _existing(e, args.url_in_use, "imported") from None
+        raise _existing(e, args.url_in_use, "imported", "the file") from None
     except LookupError as e:
         raise CommandError(f"{args.file}: {e.args[0]}", 1) from None
     except ConnectionError:
@@ -247,16 +382,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CommandError(f"{args.file}: {e.strerror or e}", 2) from e
 
-    emit(
-        args,
-        asdict(report),
-        lambda: print(
+    def human() -> None:
+        print(
             f"threads: {', '.join(map(repr, report.thread_ids)) or 'none'}\n"
             f"imported {report.checkpoints_imported} checkpoints ({report.writes_imported} "
             f"pending writes) of {report.threads} thread(s), skipped "
             f"{report.checkpoints_skipped} already present"
-        ),
-    )
+        )
+        if not report.whole_file:
+            print("WARNING: the file has no end line, nothing proves it whole (imported as it is)")
+        for thread_id in report.left_out:
+            print(f"LEFT OUT thread {thread_id!r}: the file ends inside it")
+
+    emit(args, asdict(report), human)
     return 0
 
 
