@@ -20,7 +20,6 @@ from .vectors import IndexSpec, field_name, pack, texts_to_embed
 __all__ = ["MAX_TTL_MINUTES", "StoredItem", "item_value", "load_rows", "seconds"]
 
 
-
 def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str, Any]:
     """An item's value checked and made canonical JSON (NUL characters removed).
 
