@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -320,6 +321,51 @@ async def test_server_store_embeds_with_a_function_from_a_file(
         with pytest.raises(ValueError, match=match):
             async with server.store():
                 pytest.fail("started")
+
+
+SENTINEL_FILE = """
+import pathlib
+
+pathlib.Path(__file__).with_name("ran").write_text("the embedding file ran")
+
+
+def embed(texts):
+    return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "match"),
+    [
+        ({"index": {"dims": 0}}, "dims"),
+        ({"index": {"fields": "text"}}, "fields"),
+        ({"ttl": {"default_ttl": -1}}, "default_ttl"),
+        ({"ttl": {"refresh_on_read": "yes"}}, "refresh_on_read"),
+        ({"url": "postgresql+nosuchdriver://h/db"}, "nosuchdriver"),
+        ({"setup": "maybe"}, "LANGGRAPH_CHECKPOINT_SETUP"),
+    ],
+)
+async def test_server_store_config_is_checked_before_an_embedding_file_runs(
+    env: dict[str, Any], match: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store config is trusted code (its ``embed`` file is imported), so every other
+    part of it, the URL and the setup switch are checked first: a bad one runs nothing."""
+    from langgraph.store.sqlalchemy import server
+
+    (tmp_path / "emb.py").write_text(SENTINEL_FILE)
+    index = {"dims": 4, "embed": f"{tmp_path / 'emb.py'}:embed", "fields": ["text"]}
+    index.update(env.get("index", {}))
+    config: dict[str, Any] = {"index": index}
+    if "ttl" in env:
+        config["ttl"] = env["ttl"]
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps(config))
+    monkeypatch.setenv("LANGGRAPH_STORE_URL", env.get("url", f"sqlite:///{tmp_path / 's.db'}"))
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINT_SETUP", env.get("setup", "on"))
+    with pytest.raises(ValueError, match=match):
+        async with server.store():
+            pytest.fail("started")
+    assert not (tmp_path / "ran").exists()
+    assert not (tmp_path / "s.db").exists()
 
 
 async def test_server_store_on_every_backend(

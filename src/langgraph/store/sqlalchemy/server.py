@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from langgraph.checkpoint.sqlalchemy._default_url import setup_from_env
-from langgraph.checkpoint.sqlalchemy._engines import url_from_env
+from langgraph.checkpoint.sqlalchemy._engines import resolve_urls, url_from_env
 from langgraph.checkpoint.sqlalchemy.store import SQLAlchemyStore
 from langgraph.checkpoint.sqlalchemy.store.config import store_config_from_env
 
@@ -52,6 +52,9 @@ async def store() -> AsyncIterator[SQLAlchemyStore]:
         LANGGRAPH_STORE: JSON of ``langgraph.json``'s ``store`` section, set by the
             server: its ``index`` (``dims``, ``embed`` as a model name, ``fields``) and
             ``ttl`` (``default_ttl``, ``refresh_on_read``, ``sweep_interval_minutes``).
+            It is trusted as ``langgraph.json`` is: an ``embed`` of the form
+            ``path/to/file.py:function`` imports and runs that file, after the URL and
+            every other key have been checked.
             With ``sweep_interval_minutes``, an asyncio task deletes expired items at
             that interval while the server runs.
 
@@ -60,18 +63,21 @@ async def store() -> AsyncIterator[SQLAlchemyStore]:
 
     Raises:
         ValueError: ``LANGGRAPH_CHECKPOINT_SETUP`` is neither a yes nor a no, or
-            ``LANGGRAPH_STORE`` is not JSON of the right shape; nothing was opened.
+            ``LANGGRAPH_STORE`` is not JSON of the right shape; nothing was opened or
+            imported.
+        DatabaseURLError: The URL cannot be used; nothing was opened or imported.
         SchemaOutOfDateError: On first use, when setup was skipped and the tables are not
             at the revision this version needs.
     """
     setup = setup_from_env()
-    index, ttl = store_config_from_env()
     url = os.environ.get("LANGGRAPH_STORE_URL") or url_from_env()
+    resolve_urls(url)  # a bad URL is refused before an embedding file is imported
     schema = (
         os.environ.get("LANGGRAPH_STORE_SCHEMA")
         or os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA")
         or None
     )
+    index, ttl = store_config_from_env()  # imports an ``embed`` file last, if any
     async with SQLAlchemyStore.from_conn_string(url, schema=schema, index=index, ttl=ttl) as s:
         if setup:
             await s.asetup()

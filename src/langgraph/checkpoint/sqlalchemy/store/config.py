@@ -4,6 +4,11 @@ server's ``LANGGRAPH_STORE`` environment variable (the ``store`` section of
 
 A value of the wrong type is an error that names it, before anything is opened; keys
 this store does not use (``path``, PostgreSQL's ``ann_index_config``) are ignored.
+
+Trust: the config is the operator's, as ``langgraph.json`` is. An ``embed`` of the form
+``path/to/file.py:function`` imports and runs that file, as the LangGraph server's own
+store does; so every other part of the config (``dims``, ``fields``, the whole ``ttl``)
+is checked first, and the file is imported last, only when nothing else is wrong.
 """
 
 from __future__ import annotations
@@ -69,19 +74,8 @@ def _embed(embed: str, where: str) -> Any:
     return function
 
 
-def index_config(data: Any, where: str) -> IndexConfig | None:
-    """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
-    "fields": ["path", ...]}``; None for None. ``embed`` may also be
-    ``"./path/to/file.py:function"``: that file is imported (it is the operator's code,
-    as the store's own ``path``) and the function is the embedding.
-
-    Args:
-        data: The parsed JSON.
-        where: Where it comes from, for the error (``LANGGRAPH_STORE["index"]``).
-
-    Raises:
-        ValueError: Not such an object.
-    """
+def _index_checked(data: Any, where: str) -> dict[str, Any] | None:
+    """``data`` checked as an index config, ``embed`` left as the text it is."""
     if data is None:
         return None
     if not isinstance(data, dict):
@@ -93,13 +87,37 @@ def index_config(data: Any, where: str) -> IndexConfig | None:
             f"{where}['embed'] must name an embedding model (e.g. "
             f"'openai:text-embedding-3-small'), not {embed!r}"
         )
-    config: dict[str, Any] = {"dims": int(dims), "embed": _embed(embed, f"{where}['embed']")}
+    config: dict[str, Any] = {"dims": int(dims), "embed": embed}
     fields = data.get("fields")
     if fields is not None:
         if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
             raise ValueError(f"{where}['fields'] must be a list of field paths, not {fields!r}")
         config["fields"] = fields
-    return cast(IndexConfig, config)
+    return config
+
+
+def _index_resolved(config: dict[str, Any] | None, where: str) -> IndexConfig | None:
+    """A checked index config with its ``embed`` resolved (a file imported: last)."""
+    if config is None:
+        return None
+    return cast(IndexConfig, {**config, "embed": _embed(config["embed"], f"{where}['embed']")})
+
+
+def index_config(data: Any, where: str) -> IndexConfig | None:
+    """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
+    "fields": ["path", ...]}``; None for None. ``embed`` may also be
+    ``"./path/to/file.py:function"``: that file is imported (it is the operator's code,
+    as the store's own ``path``) and the function is the embedding; the file is imported
+    only after every other key has been checked.
+
+    Args:
+        data: The parsed JSON.
+        where: Where it comes from, for the error (``LANGGRAPH_STORE["index"]``).
+
+    Raises:
+        ValueError: Not such an object.
+    """
+    return _index_resolved(_index_checked(data, where), where)
 
 
 def ttl_config(data: Any, where: str) -> TTLConfig | None:
@@ -131,7 +149,8 @@ def ttl_config(data: Any, where: str) -> TTLConfig | None:
 
 
 def store_config_from_env() -> tuple[IndexConfig | None, TTLConfig | None]:
-    """The ``index`` and ``ttl`` of ``$LANGGRAPH_STORE`` (unset or empty: neither).
+    """The ``index`` and ``ttl`` of ``$LANGGRAPH_STORE`` (unset or empty: neither). Both
+    are checked before an ``embed`` file is imported.
 
     Raises:
         ValueError: Not a JSON object, or an ``index`` or ``ttl`` of the wrong shape.
@@ -145,7 +164,8 @@ def store_config_from_env() -> tuple[IndexConfig | None, TTLConfig | None]:
         raise ValueError(f"{STORE_ENV} is not JSON: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{STORE_ENV} must be a JSON object, not {data!r}")
-    return (
-        index_config(data.get("index"), f"{STORE_ENV}['index']"),
-        ttl_config(data.get("ttl"), f"{STORE_ENV}['ttl']"),
-    )
+    where = f"{STORE_ENV}['index']"
+    index = _index_checked(data.get("index"), where)
+    ttl = ttl_config(data.get("ttl"), f"{STORE_ENV}['ttl']")
+    # Only now, with the whole config checked, may an embedding file be imported.
+    return _index_resolved(index, where), ttl
