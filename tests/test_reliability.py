@@ -169,8 +169,8 @@ async def test_lock_thread_times_out_while_another_holder_has_it(
 
 def _drop_connections(backend: str, saver: SQLAlchemySaver, tag: str) -> int:
     """Make the server drop every connection of ``saver``: the ones tagged with
-    application name ``tag`` on PostgreSQL, the ones whose default database is ``tag``
-    on MariaDB. Returns how many were dropped."""
+    application name ``tag`` on PostgreSQL, the ones whose default database is the
+    saver's (``tag`` with the test prefix) on MariaDB. Returns how many were dropped."""
     if backend == "postgres":
         admin = create_engine(saver.engine.url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
@@ -188,7 +188,7 @@ def _drop_connections(backend: str, saver: SQLAlchemySaver, tag: str) -> int:
         ids = list(
             conn.execute(
                 text("SELECT id FROM information_schema.processlist WHERE db = :db"),
-                {"db": tag},
+                {"db": saver.engine.url.database},
             ).scalars()
         )
         for connection_id in ids:
@@ -207,7 +207,7 @@ def droppable(backend: str, saver_factory: Any) -> Any:
     if backend != "mariadb":
         pytest.skip("a server-side connection drop needs a database server")
     with fresh_database("mariadb", name=tag) as url:
-        saver = SQLAlchemySaver.from_conn_string(url, schema=tag, pool_size=4)
+        saver = SQLAlchemySaver.from_conn_string(url, pool_size=4)
         saver.setup()
         yield saver, tag
 
