@@ -85,6 +85,7 @@ class MySQLQueryBuilder(QueryBuilder):
     regexp_end = "\\z"
     sync_drivers = ("pymysql", "mysqldb", "mariadbconnector", "mysqlconnector")
     async_drivers = ("asyncmy",)
+    default_port = 3306
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "pymysql": ("pymysql", _EXTRA),
         "asyncmy": ("asyncmy", _EXTRA),
