@@ -25,6 +25,7 @@ import copy
 import random
 from collections.abc import (
     AsyncIterator,
+    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -54,7 +55,7 @@ from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
 from ._door import Access
 from ._engines import resolve_urls
-from ._lifecycle import EngineOwner, wire
+from ._lifecycle import EngineOwner, ran_in_loop, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 
@@ -339,7 +340,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> None:
+    def setup(self) -> Awaitable[None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
@@ -348,7 +349,18 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         version query, and one of ``lgsa_metadata_keys``: the saver then writes index rows
         for every key listed there, besides its own ``metadata_index_keys``.
 
-        Retried through transient failures like every operation (``retry_timeout``).
+        Retried through transient failures like every operation (``retry_timeout``),
+        once the database has been reached; a first connection that fails (a wrong host
+        or port) raises at once.
+
+        In async code call ``await saver.asetup()``, which keeps the event loop free.
+        ``await saver.setup()`` works too, but the migration then runs on the loop's
+        thread before the ``await``, as every sync method called inside a loop does.
+
+        Returns:
+            None; called while an event loop runs in this thread, an awaitable that
+            does nothing more (the migration has run), so that ``await saver.setup()``
+            works.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
@@ -359,13 +371,17 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         # Index rows for every key another process registered (reindex_metadata), so
         # that this writer keeps them complete whatever its metadata_index_keys.
         self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
+        return ran_in_loop()
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
         (``asyncio.to_thread``), so that the event loop is not blocked and the process's
         Alembic commands, whose context is process-global, run one at a time from any
         number of threads and loops (see :func:`.migrate.upgrade`)."""
-        await asyncio.to_thread(self.setup)
+        await asyncio.to_thread(self._setup_in_thread)
+
+    def _setup_in_thread(self) -> None:
+        self.setup()
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given), and the
