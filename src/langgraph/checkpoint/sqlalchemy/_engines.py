@@ -94,7 +94,8 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     ``sqlite+pysqlite`` and ``sqlite+aiosqlite`` on that file; ``:memory:``, ``sqlite://``
     and ``sqlite:///:memory:`` (SQLAlchemy's own spellings of an in-memory database) give
     one in-memory database shared by both engines. PostgreSQL: ``postgresql://`` and
-    ``postgres://`` give psycopg 3 for both sides; MySQL/MariaDB: ``mysql://`` and
+    ``postgres://`` give psycopg 3 for both sides, and so does a libpq connection string
+    (``host=db dbname=app``, :mod:`._conninfo`); MySQL/MariaDB: ``mysql://`` and
     ``mariadb://`` give PyMySQL and asyncmy. A URL naming a driver keeps it for the side(s)
     it serves; the other side takes the first installed driver of the dialect
     (the dialect's ``sync_drivers`` and ``async_drivers``).
@@ -108,8 +109,9 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     Raises:
         DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise than it looks:
             ``sqlite://relative.db`` (a host on SQLite), ``sqlite:///`` or ``""`` (no
-            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL. The message lists
-            the valid forms.
+            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL, ``host:port``
+            without a scheme, a bad libpq connection string, an unencoded ``@`` in the
+            user name or password. The message lists the valid forms.
         UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
             mariadb.
         UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).

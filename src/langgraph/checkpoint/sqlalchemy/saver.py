@@ -280,8 +280,10 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one
                 in-memory database shared by both engines, alive until :meth:`close`),
-                ``postgresql://user@host/db`` (psycopg 3 for sync and async),
-                ``mysql://...``.
+                ``postgresql://user@host/db`` (psycopg 3 for sync and async), a libpq
+                connection string (``"host=db dbname=app user=u"``, read as that
+                PostgreSQL URL), ``mysql://...``. A password holding ``@`` is written
+                ``%40``.
             serde: See :class:`SQLAlchemySaver`.
             schema: See :class:`SQLAlchemySaver`.
             inline_limit: See :class:`SQLAlchemySaver`.
@@ -300,7 +302,8 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
         Raises:
             DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise (e.g.
-                ``sqlite://relative.db``); the message lists the valid forms.
+                ``sqlite://relative.db``, an unencoded ``@`` in the password, a bad
+                libpq connection string); the message lists the valid forms.
             UnsupportedDialectError: The URL's dialect is not supported.
             UnsupportedDriverError: The URL names a driver the saver cannot use.
             DriverNotInstalledError: A driver it needs is not installed; the message

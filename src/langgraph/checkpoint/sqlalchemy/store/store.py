@@ -159,7 +159,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:``,
-                ``postgresql://user@host/db``, ``mysql://...``.
+                ``postgresql://user@host/db``, a libpq connection string
+                (``"host=db dbname=app user=u"``), ``mysql://...``.
             schema: See :class:`SQLAlchemyStore`.
             index: See :class:`SQLAlchemyStore`.
             ttl: See :class:`SQLAlchemyStore`.
@@ -191,9 +192,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         at once (the migration lock), retried through transient failures once the
         database has been reached (a first connection that fails raises at once).
 
-        In async code call ``await store.asetup()``, which keeps the event loop free;
-        ``await store.setup()`` works too, the migration then running on the loop's
-        thread before the ``await``.
+        In async code call ``await store.asetup()`` (the loop stays free); ``await
+        store.setup()`` works too, migrating on the loop's thread before the ``await``.
 
         Returns:
             None; called while an event loop runs in this thread, an awaitable that
