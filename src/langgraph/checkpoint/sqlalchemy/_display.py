@@ -23,6 +23,9 @@ SECRET_PARAMETERS = frozenset(
     {"password", "passwd", "pass", "pwd", "sslpassword", "secret", "token", "api_key", "apikey"}
 )
 
+# ``scheme://USER:PASS@WORD@``: a user name or password holding an unencoded ``@``
+# (where the user name ends is not known): the whole of it, up to the last ``@``.
+_SEVERAL_AT = re.compile(r"(//)[^/?#@\s'\"]*@[^/?#\s'\"]*@", re.IGNORECASE)
 # ``scheme://user:PASSWORD@`` and the mistyped ``scheme:user:PASSWORD@``,
 # ``scheme:/user:PASSWORD@`` (no ``//``: refused as a URL, but shown in the error).
 _PASSWORD_FIELD = re.compile(
@@ -41,6 +44,7 @@ _SECRET_PARAMETER = re.compile(
 def masked_text(text: str) -> str:
     """``text`` (a URL that may not parse, or a message holding URLs) with every URL's
     password field and secret query parameters replaced by ``***`` in place."""
+    text = _SEVERAL_AT.sub(r"\1***@", text)
     return _SECRET_PARAMETER.sub(r"\1***", _PASSWORD_FIELD.sub(r"\1***@", text))
 
 
@@ -61,6 +65,14 @@ def shown_url(url: str | URL) -> str:
             url = make_url(url)
         except Exception:
             return masked_text(str(url))
+    if url.host and "@" in url.host:
+        # An unencoded '@' in the user name or password: SQLAlchemy took the text after
+        # the first '@' as the host. Show the host after the last one, and no user name.
+        masked = url.set(host=url.host.rsplit("@", 1)[1])
+        masked = URL.create(
+            masked.drivername, host=masked.host, port=masked.port, database=masked.database
+        ).set(query=masked.query)
+        return shown_url(masked).replace("://", "://***@", 1)
     query = {
         key: ("***" if key.lower() in SECRET_PARAMETERS else value)
         for key, value in url.query.items()

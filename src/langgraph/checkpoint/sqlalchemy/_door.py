@@ -40,6 +40,7 @@ __all__ = [
     "Plan",
     "SyncRunner",
     "access_options",
+    "has_connected",
     "not_retried",
 ]
 
@@ -76,6 +77,13 @@ AccessOptions = Mapping[Access, Mapping[str, Any]]
 _WRITES = (Access.WRITE, Access.WRITE_ONE)
 
 E = TypeVar("E", Engine, "AsyncEngine")
+
+
+def has_connected(engine: Engine) -> bool:
+    """Whether ``engine`` (or another engine sharing its dialect, such as a per-loop copy
+    of an async engine) has made a connection: SQLAlchemy initialises the dialect at the
+    first connection that succeeds, and sets ``default_isolation_level`` then."""
+    return hasattr(engine.dialect, "default_isolation_level")
 
 
 def not_retried(error: BaseException) -> None:
@@ -190,7 +198,13 @@ class SyncRunner:
 
     def retry(self) -> Retry:
         """A new :class:`~._retry.Retry` for one call (its clock starts now)."""
-        return Retry(self.qb, self.retry_timeout, self.sync.engine.url)
+        return Retry(self.qb, self.retry_timeout, self.sync.engine.url, reached=self.reached())
+
+    def reached(self) -> bool:
+        """Whether the engine has connected to the database once (its dialect was
+        initialised by a first connection): until then a failure to connect is a
+        wrong URL or a server not started, raised at once (see :class:`~._retry.Retry`)."""
+        return has_connected(self.sync.engine)
 
     def drive(self, plan: Plan[R]) -> R:
         """Run a plan's operations one after the other through the sync door."""

@@ -24,8 +24,9 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import ArgumentError
 
+from ._conninfo import conninfo_url, is_conninfo
 from ._default_url import DEFAULT_URL, URL_ENV, url_from_env
-from ._display import masked_text
+from ._display import masked_text, shown_url
 from .dialects import DIALECTS, QueryBuilder
 from .dialects.sqlite import MEMDB_PREFIX, SQLITE_URL_FORMS, check_file
 from .errors import (
@@ -93,7 +94,8 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     ``sqlite+pysqlite`` and ``sqlite+aiosqlite`` on that file; ``:memory:``, ``sqlite://``
     and ``sqlite:///:memory:`` (SQLAlchemy's own spellings of an in-memory database) give
     one in-memory database shared by both engines. PostgreSQL: ``postgresql://`` and
-    ``postgres://`` give psycopg 3 for both sides; MySQL/MariaDB: ``mysql://`` and
+    ``postgres://`` give psycopg 3 for both sides, and so does a libpq connection string
+    (``host=db dbname=app``, :mod:`._conninfo`); MySQL/MariaDB: ``mysql://`` and
     ``mariadb://`` give PyMySQL and asyncmy. A URL naming a driver keeps it for the side(s)
     it serves; the other side takes the first installed driver of the dialect
     (the dialect's ``sync_drivers`` and ``async_drivers``).
@@ -107,8 +109,9 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     Raises:
         DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise than it looks:
             ``sqlite://relative.db`` (a host on SQLite), ``sqlite:///`` or ``""`` (no
-            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL. The message lists
-            the valid forms.
+            path), ``sqlite:relative.db`` (no ``//``), an unparsable URL, ``host:port``
+            without a scheme, a bad libpq connection string, an unencoded ``@`` in the
+            user name or password. The message lists the valid forms.
         UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
             mariadb.
         UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).
@@ -127,24 +130,22 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             return _memory_urls()
         if not text:
             raise DatabaseURLError(f"empty database URL; {SQLITE_URL_FORMS}")
-        if "://" not in text:
-            if _scheme_without_slashes(text):
-                raise DatabaseURLError(
-                    f"{masked_text(text)!r} looks like a URL without '//' after its scheme; "
-                    f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
-                )
-            path = check_file(os.path.abspath(os.path.expanduser(text)))
+        if "://" not in text and is_conninfo(text):
+            url = conninfo_url(text)  # libpq's "host=db dbname=app": PostgreSQL
+        elif "://" not in text:
+            path = check_file(os.path.abspath(os.path.expanduser(_bare_path(text))))
             url = URL.create("sqlite+pysqlite", database=path)
             return EngineURLs(url, url.set(drivername="sqlite+aiosqlite"))
-        text = _unalias(text)
-        try:
-            url = make_url(text)
-        except ArgumentError as e:
-            raise DatabaseURLError(
-                f"cannot parse the database URL: {e}; {SQLITE_URL_FORMS}"
-            ) from None
+        else:
+            try:
+                url = make_url(_unalias(text))
+            except ArgumentError as e:
+                raise DatabaseURLError(
+                    f"cannot parse the database URL: {e}; {SQLITE_URL_FORMS}"
+                ) from None
     else:
         url = url_or_path
+    _check_userinfo(url)
     backend, _, driver = url.drivername.partition("+")
     dialect = DIALECTS.get(backend)
     if dialect is None:
@@ -180,6 +181,57 @@ def _password_in_place(url: URL) -> URL:
     return url.difference_update_query(["password"]).set(password=value)
 
 
+def _bare_path(text: str) -> str:
+    """``text`` as a SQLite file path, unless it reads as something else a newcomer
+    meant: a URL without ``//`` after its scheme, ``host:port/db`` without a scheme, or
+    a connection string of some kind (``=`` and spaces).
+
+    Raises:
+        DatabaseURLError: It reads as one of those; nothing is created.
+    """
+    if _scheme_without_slashes(text):
+        raise DatabaseURLError(
+            f"{masked_text(text)!r} looks like a URL without '//' after its scheme; "
+            f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
+        )
+    if re.match(r"^[\w.-]+:\d+(/|$)", text):
+        raise DatabaseURLError(
+            f"{masked_text(text)!r} looks like host:port without a scheme, not a SQLite "
+            "file: write postgresql://user@host:port/db or mysql://user@host:port/db; "
+            f"{SQLITE_URL_FORMS}"
+        )
+    if "=" in text and any(c.isspace() for c in text):
+        raise DatabaseURLError(
+            f"{masked_text(text)!r} looks like a connection string, not a SQLite file: "
+            "write a URL (postgresql://user@host:port/db), or a libpq connection string "
+            "starting with a keyword (host=db port=5432 dbname=app user=u); for a SQLite "
+            f"file whose name holds '=' and spaces, write sqlite:///path; {SQLITE_URL_FORMS}"
+        )
+    return text
+
+
+def _check_userinfo(url: URL) -> None:
+    """Refuse a URL whose host holds an ``@``: the user name or password held an
+    unencoded ``@`` (``postgresql://u:p@ss@host/db``), and SQLAlchemy took the text
+    after the first ``@`` as the host. The error shows none of the user name and password.
+
+    Raises:
+        DatabaseURLError: The host holds an ``@``.
+    """
+    if not url.host or "@" not in url.host:
+        return
+    host = url.host.rsplit("@", 1)[1]
+    shown = shown_url(URL.create(url.drivername, host=host, port=url.port, database=url.database))
+    shown = shown.replace("://", "://***@", 1)
+    raise DatabaseURLError(
+        f"the database URL {shown} holds several '@' before its host: the password (or "
+        "user name) holds an '@' that is not URL-encoded, so the text after the first "
+        "'@' would be taken as the host. Write '@' as %40 in the password (encode it "
+        "with urllib.parse.quote(password, safe='')), or build the URL with "
+        "sqlalchemy.URL.create(..., password=password)."
+    )
+
+
 def _scheme_without_slashes(text: str) -> bool:
     """Whether ``text`` is ``scheme:rest`` with no ``//`` for a known scheme: a mistyped
     URL, not a file name (a Windows drive letter has a one-letter scheme)."""
@@ -189,11 +241,12 @@ def _scheme_without_slashes(text: str) -> bool:
 
 
 def _unalias(text: str) -> str:
-    """``text`` with a scheme alias (``postgres://``) spelled as its dialect's name."""
+    """``text`` with a scheme alias (``postgres://``, ``postgres+asyncpg://``) spelled as
+    its dialect's name."""
     for name, dialect in DIALECTS.items():
         for alias in dialect.url_aliases:
-            if text.startswith(f"{alias}://"):
-                return f"{name}://" + text[len(f"{alias}://") :]
+            if text.startswith((f"{alias}://", f"{alias}+")):
+                return name + text[len(alias) :]
     return text
 
 

@@ -9,6 +9,8 @@ owner's ``close``/``aclose``.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Generator
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -25,7 +27,7 @@ from ._loops import Runner
 from ._shared import SharedDoors
 from .dialects import QueryBuilder, query_builder
 
-__all__ = ["EngineOwner", "wire"]
+__all__ = ["EngineOwner", "Ran", "wire"]
 
 
 def wire(
@@ -60,6 +62,35 @@ def wire(
     doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
     doors.retry_timeout = retry_timeout
     owner._doors = doors
+
+
+class Ran:
+    """What ``setup()`` returns when called inside a running event loop: the migration
+    has run already (synchronously, as every sync method called inside a loop runs), and
+    awaiting this does nothing more, so that ``await saver.setup()``, the idiom of the
+    async official savers, works instead of failing after the migration with "object
+    NoneType can't be used in 'await' expression". Not awaiting it is harmless."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+    def __repr__(self) -> str:
+        return "<setup ran; use await asetup() to keep the event loop free>"
+
+
+_RAN = Ran()
+
+
+def ran_in_loop() -> Awaitable[None] | None:
+    """``setup()``'s result: None, or :class:`Ran` when an event loop is running in this
+    thread (the caller may be ``await saver.setup()``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return _RAN
 
 
 class EngineOwner:

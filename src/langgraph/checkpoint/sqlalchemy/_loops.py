@@ -32,7 +32,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ._door import AccessOptions, Doors, Plan, Steps, SyncRunner, not_retried
+from ._door import AccessOptions, Doors, Plan, Steps, SyncRunner, has_connected, not_retried
 from ._retry import RETRY_TIMEOUT, Retry
 from .dialects import QueryBuilder
 
@@ -76,7 +76,7 @@ class PerLoopEngines:
         # A copy shares the primary's dialect, which SQLAlchemy initialises on the
         # primary's first connection (once, for all copies): copies wait for it.
         self._dialect_ready = threading.Event()
-        if hasattr(primary.sync_engine.dialect, "default_isolation_level"):
+        if has_connected(primary.sync_engine):
             self._dialect_ready.set()  # initialised already (the engine was used)
         else:
             event.listen(primary.sync_engine, "connect", self._on_primary_connect)
@@ -184,6 +184,10 @@ class Runner(SyncRunner):
         self.keeper: sqlite3.Connection | None = None
         self.shared = shared
         self._released = False
+
+    def reached(self) -> bool:
+        """Whether the sync engine or the async one (on any loop) has connected once."""
+        return super().reached() or has_connected(self.per_loop.primary.sync_engine)
 
     def close(self) -> None:
         """Dispose the engines the saver made (shared ones when their last user

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
-from ._display import shown_url
+from ._display import masked_text, shown_url
 from .dialects import QueryBuilder
 from .errors import CheckpointConnectionError, CheckpointContentionError, CheckpointReadOnlyError
 
@@ -40,18 +40,25 @@ class Retry:
     then pauses double from 50 ms up to 1 s, with jitter, until ``timeout`` seconds have
     passed since the first failure. At least one retry is made, whatever ``timeout``.
 
+    Until the engines have once reached the database (``reached`` False), a failure to
+    connect is not retried: a wrong host or port, or a server not started, fails at
+    once with a :class:`CheckpointConnectionError` naming the host and port, instead of
+    after ``timeout`` seconds. Outages after the first connection are ridden through.
+
     Args:
         qb: The dialect's query builder.
         timeout: Seconds to keep retrying.
         url: The database's URL, named in the errors (password hidden).
+        reached: Whether the engines have connected to the database before.
     """
 
-    __slots__ = ("_attempt", "_started", "_timeout", "_url", "qb")
+    __slots__ = ("_attempt", "_reached", "_started", "_timeout", "_url", "qb")
 
-    def __init__(self, qb: QueryBuilder, timeout: float, url: Any) -> None:
+    def __init__(self, qb: QueryBuilder, timeout: float, url: Any, *, reached: bool = True) -> None:
         self.qb = qb
         self._timeout = timeout
         self._url = url
+        self._reached = reached
         self._started = time.monotonic()
         self._attempt = 0
 
@@ -60,19 +67,27 @@ class Retry:
 
         Raises:
             CheckpointReadOnlyError: The server stayed read-only for the whole time.
-            CheckpointConnectionError: The connection failed for the whole time.
+            CheckpointConnectionError: The connection failed for the whole time, or at
+                once when the database was never reached.
             CheckpointContentionError: Every attempt lost to a concurrent transaction.
+            DatabaseURLError: The database cannot be opened as the URL says (a SQLite
+                file in a folder that does not exist).
             Exception: ``error`` itself (or its typed translation, such as
                 :class:`ValueTooLargeError`) when it is not transient.
         """
         if isinstance(error, DBAPIError):
             kind = self.qb.transient(error)
             if kind is None:
+                unopened = None if self._reached else self.qb.open_error(self._url, error)
+                if unopened is not None:
+                    raise unopened from None
                 raise self.qb.translate_error(error) or error from error
         elif isinstance(error, CheckpointConnectionError):
             raise error
         else:
             kind = "connection"  # the driver's own (asyncpg raises OSError at connect)
+        if kind == "connection" and not self._reached:
+            raise self._unreached(error) from None
         attempt, self._attempt = self._attempt, self._attempt + 1
         if attempt == 0 and kind == "connection":
             return 0.0
@@ -81,6 +96,25 @@ class Retry:
         if attempt > 0 and elapsed + pause > self._timeout:
             raise self._give_up(kind, error, elapsed) from error
         return pause
+
+    def _unreached(self, error: BaseException) -> CheckpointConnectionError:
+        """The error of a first connection that failed: named host and port, the
+        driver's words, what to check; not retried (a typo does not heal)."""
+        url = self._url
+        host, port = getattr(url, "host", None), getattr(url, "port", None)
+        port = port or self.qb.default_port
+        server = f"host {host or 'localhost'}, port {port}" if port else ""
+        orig = getattr(error, "orig", None) or error
+        cause = " ".join(masked_text(f"{type(orig).__name__}: {orig}").split())
+        cause += "" if cause.endswith((".", "?", "!")) else "."
+        return CheckpointConnectionError(
+            f"cannot connect to the database at {shown_url(url)}"
+            + (f" ({server})" if server else "")
+            + f": {cause} It has never been reached by this saver or store, so this was "
+            "not retried: check that the server is running and that the host, port, user "
+            "and database of the URL are right. (Once connected, outages are retried for "
+            "retry_timeout seconds.)"
+        )
 
     def _give_up(self, kind: str, error: BaseException, elapsed: float) -> Exception:
         where = shown_url(self._url)

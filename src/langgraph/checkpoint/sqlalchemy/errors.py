@@ -249,6 +249,10 @@ class CheckpointConnectionError(ConnectionError):
     is not taking connections yet; every operation is idempotent, so a retry never stores
     anything twice. This error means every attempt failed: nothing of the call is
     half-written (each transaction was rolled back). Retry later; the saver stays usable.
+
+    A saver or store that has never reached its database does not retry: a wrong host
+    or port, or a server not started, raises this error at the first attempt, naming
+    the host and the port. Retries begin once it has connected.
     """
 
 
@@ -281,7 +285,13 @@ class DatabaseURLError(ValueError):
     Also raised before a connection is made when the URL's query string holds an
     argument the driver's ``connect`` has no parameter for (PyMySQL and asyncmy:
     ``mysql://host/db?bogus=1`` was a ``TypeError`` in the driver); the message names the
-    arguments, never their values.
+    arguments, never their values. And at the first connection to a SQLite file whose
+    folder does not exist: the message names the file and the folder.
+
+    Refused at construction too: a user name or password holding an unencoded ``@``
+    (the message shows none of it and says to write ``%40``), text that is neither a
+    URL, a file path nor a valid libpq connection string (``host:port/db`` without a
+    scheme, an unknown libpq keyword).
     """
 
 

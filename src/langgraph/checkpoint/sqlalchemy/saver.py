@@ -25,6 +25,7 @@ import copy
 import random
 from collections.abc import (
     AsyncIterator,
+    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -54,7 +55,7 @@ from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
 from ._door import Access
 from ._engines import resolve_urls
-from ._lifecycle import EngineOwner, wire
+from ._lifecycle import EngineOwner, ran_in_loop, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 
@@ -279,8 +280,10 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one
                 in-memory database shared by both engines, alive until :meth:`close`),
-                ``postgresql://user@host/db`` (psycopg 3 for sync and async),
-                ``mysql://...``.
+                ``postgresql://user@host/db`` (psycopg 3 for sync and async), a libpq
+                connection string (``"host=db dbname=app user=u"``, read as that
+                PostgreSQL URL), ``mysql://...``. A password holding ``@`` is written
+                ``%40``.
             serde: See :class:`SQLAlchemySaver`.
             schema: See :class:`SQLAlchemySaver`.
             inline_limit: See :class:`SQLAlchemySaver`.
@@ -299,7 +302,8 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
         Raises:
             DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise (e.g.
-                ``sqlite://relative.db``); the message lists the valid forms.
+                ``sqlite://relative.db``, an unencoded ``@`` in the password, a bad
+                libpq connection string); the message lists the valid forms.
             UnsupportedDialectError: The URL's dialect is not supported.
             UnsupportedDriverError: The URL names a driver the saver cannot use.
             DriverNotInstalledError: A driver it needs is not installed; the message
@@ -339,7 +343,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> None:
+    def setup(self) -> Awaitable[None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
@@ -348,7 +352,18 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         version query, and one of ``lgsa_metadata_keys``: the saver then writes index rows
         for every key listed there, besides its own ``metadata_index_keys``.
 
-        Retried through transient failures like every operation (``retry_timeout``).
+        Retried through transient failures like every operation (``retry_timeout``),
+        once the database has been reached; a first connection that fails (a wrong host
+        or port) raises at once.
+
+        In async code call ``await saver.asetup()``, which keeps the event loop free.
+        ``await saver.setup()`` works too, but the migration then runs on the loop's
+        thread before the ``await``, as every sync method called inside a loop does.
+
+        Returns:
+            None; called while an event loop runs in this thread, an awaitable that
+            does nothing more (the migration has run), so that ``await saver.setup()``
+            works.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
@@ -359,13 +374,17 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         # Index rows for every key another process registered (reindex_metadata), so
         # that this writer keeps them complete whatever its metadata_index_keys.
         self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
+        return ran_in_loop()
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
         (``asyncio.to_thread``), so that the event loop is not blocked and the process's
         Alembic commands, whose context is process-global, run one at a time from any
         number of threads and loops (see :func:`.migrate.upgrade`)."""
-        await asyncio.to_thread(self.setup)
+        await asyncio.to_thread(self._setup_in_thread)
+
+    def _setup_in_thread(self) -> None:
+        self.setup()
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given), and the

@@ -72,6 +72,8 @@ class QueryBuilder(LeaseRows, ABC):
     url_aliases: ClassVar[tuple[str, ...]] = ()
     #: Query parameters added to the family's URLs unless the URL sets them.
     url_query: ClassVar[Mapping[str, str]] = {}
+    #: The server's port when the URL names none (None: no server, SQLite).
+    default_port: ClassVar[int | None] = None
 
     #: Whether the async methods run the operation on the sync engine in a worker thread
     #: (``asyncio.to_thread``) instead of on the async engine (see :mod:`.sqlite`).
@@ -406,6 +408,13 @@ class QueryBuilder(LeaseRows, ABC):
             NotImplementedError: Always, in the base class.
         """
         raise NotImplementedError(f"{type(self).__name__} has no value limit")
+
+    @classmethod
+    def open_error(cls, url: URL, error: DBAPIError) -> Exception | None:
+        """A typed error for a connection to ``url`` that failed for a cause the user
+        must fix and can be told precisely (SQLite: the file's folder does not exist),
+        or None (the default)."""
+        return None
 
     def translate_error(self, error: DBAPIError) -> Exception | None:
         """A typed error for a database error that has a known cause and remedy, or None

@@ -80,11 +80,11 @@ class MySQLQueryBuilder(QueryBuilder):
     """The query builder of MySQL (and of MariaDB reached through ``mysql://``)."""
 
     family = "mysql"
-    #: ``\\z`` ends the text in PCRE (MariaDB) and ICU (MySQL 8); ``$`` also matches
-    #: before a final newline.
+    #: ``\\z`` ends the text in PCRE (MariaDB) and ICU (MySQL 8); ``$`` also before a final newline.
     regexp_end = "\\z"
     sync_drivers = ("pymysql", "mysqldb", "mariadbconnector", "mysqlconnector")
     async_drivers = ("asyncmy",)
+    default_port = 3306
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "pymysql": ("pymysql", _EXTRA),
         "asyncmy": ("asyncmy", _EXTRA),

@@ -71,6 +71,7 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     }
     extra = _EXTRA
     url_aliases = ("postgres",)
+    default_port = 5432
     #: SQLSTATEs of a server that is going away or not yet taking connections, or of a
     #: connection that broke: the pool must drop its connections (a promotion moves
     #: the primary; ``admin_shutdown`` is a stopped or failed-over server).

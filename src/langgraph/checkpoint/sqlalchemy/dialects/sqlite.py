@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
 from .._display import shown_url
@@ -127,6 +128,23 @@ class SQLiteQueryBuilder(QueryBuilder):
         if not url.query.get("uri") and not url.database.startswith("file:"):
             check_file(url.database)
         return False
+
+    @classmethod
+    def open_error(cls, url: URL, error: DBAPIError) -> Exception | None:
+        """SQLite's "unable to open database file" for a file whose folder does not
+        exist (SQLite creates the file, never its folder): a :class:`DatabaseURLError`
+        naming the file and the folder."""
+        path = cls.database_file(url)
+        if path is None or "unable to open database file" not in str(error.orig):
+            return None
+        folder = os.path.dirname(path)
+        if os.path.isdir(folder):
+            return None
+        return DatabaseURLError(
+            f"cannot open the SQLite database {path}: its folder {folder} does not exist "
+            "(SQLite creates the file, not its folder). Create the folder (mkdir -p "
+            f"{folder}) or fix the path in the URL; nothing was created."
+        )
 
     #: True: aiosqlite runs every statement in a thread of its own and hops back to the
     #: event loop after each, so an operation of four statements (BEGIN, two statements,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from .. import _shared
 from .._door import Access
 from .._engines import resolve_urls
-from .._lifecycle import EngineOwner, wire
+from .._lifecycle import EngineOwner, ran_in_loop, wire
 from .._retry import RETRY_TIMEOUT
 from ..errors import SchemaOutOfDateError, StoreRequestError
 from . import _items, _reads, namespaces
@@ -159,7 +159,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:``,
-                ``postgresql://user@host/db``, ``mysql://...``.
+                ``postgresql://user@host/db``, a libpq connection string
+                (``"host=db dbname=app user=u"``), ``mysql://...``.
             schema: See :class:`SQLAlchemyStore`.
             index: See :class:`SQLAlchemyStore`.
             ttl: See :class:`SQLAlchemyStore`.
@@ -185,21 +186,31 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> None:
+    def setup(self) -> Awaitable[None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
         the checkpoint tables and the store's). Idempotent, safe from several processes
-        at once (the migration lock), retried through transient failures.
+        at once (the migration lock), retried through transient failures once the
+        database has been reached (a first connection that fails raises at once).
+
+        In async code call ``await store.asetup()`` (the loop stays free); ``await
+        store.setup()`` works too, migrating on the loop's thread before the ``await``.
+
+        Returns:
+            None; called while an event loop runs in this thread, an awaitable that
+            does nothing more (the migration has run).
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package.
-            CheckpointConnectionError: The database stayed unreachable.
+            CheckpointConnectionError: The database stayed unreachable, or could not
+                be reached at its first connection.
         """
         self._migrate()
+        return ran_in_loop()
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
-        await asyncio.to_thread(self.setup)
+        await asyncio.to_thread(self._migrate)
 
     def close(self) -> None:
         """Stop the TTL sweeper thread and dispose the engines this store created."""
