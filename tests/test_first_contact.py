@@ -1,8 +1,9 @@
 """What a newcomer meets first, on every backend it concerns, sync and async.
 
-- ``await saver.setup()`` (the idiom of the async official savers) works, as does
-  ``setup()`` called from a sync helper inside a running loop; ``setup()`` outside a
-  loop returns None. The same for the store.
+- ``await saver.setup()`` (the idiom of the async official savers) works and keeps the
+  event loop free, as does ``setup()`` called from a sync helper inside a running loop;
+  ``setup()`` outside a loop returns None; not awaited in a coroutine, it warns. The same
+  for the store.
 - A libpq connection string (``"host=... dbname=... user=..."``) is PostgreSQL, never a
   SQLite file of that name; other strings that are not file paths are refused.
 - A database never reached fails at once, naming its host and port (password masked);
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import threading
 import time
@@ -88,6 +90,47 @@ async def test_await_setup_works_like_asetup(
         _probe(owner)
         await owner.setup()  # idempotent, awaited again
         await owner.asetup()
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_await_setup_keeps_the_event_loop_free(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The migration of ``await setup()`` runs in a worker thread, as ``asetup()``'s does:
+    another task of the loop goes on meanwhile (it would not run once if the migration
+    ran on the loop's thread)."""
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        try:
+            await owner.setup()
+        finally:
+            task.cancel()
+        assert ticks > 1
+        await _aprobe(owner)
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_setup_not_awaited_in_a_coroutine_warns(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``saver.setup()`` written in a coroutine without ``await`` is never silent: Python
+    warns that ``asetup`` was never awaited."""
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+        with pytest.warns(RuntimeWarning, match="asetup' was never awaited"):
+            owner.setup()
+            gc.collect()
+        await owner.asetup()
+        await _aprobe(owner)
 
 
 @pytest.mark.parametrize("kind", OWNERS)

@@ -10,7 +10,7 @@ owner's ``close``/``aclose``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Generator
+import inspect
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -27,7 +27,7 @@ from ._loops import Runner
 from ._shared import SharedDoors
 from .dialects import QueryBuilder, query_builder
 
-__all__ = ["EngineOwner", "Ran", "wire"]
+__all__ = ["EngineOwner", "called_from_async_body", "wire"]
 
 
 def wire(
@@ -64,33 +64,28 @@ def wire(
     owner._doors = doors
 
 
-class Ran:
-    """What ``setup()`` returns when called inside a running event loop: the migration
-    has run already (synchronously, as every sync method called inside a loop runs), and
-    awaiting this does nothing more, so that ``await saver.setup()``, the idiom of the
-    async official savers, works instead of failing after the migration with "object
-    NoneType can't be used in 'await' expression". Not awaiting it is harmless."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield from ()
-
-    def __repr__(self) -> str:
-        return "<setup ran; use await asetup() to keep the event loop free>"
+#: Code flags of a coroutine or async generator body: the code that can ``await``.
+_ASYNC_BODY = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-_RAN = Ran()
+def called_from_async_body() -> bool:
+    """Whether the caller of the function that calls this is the body of a coroutine
+    (or async generator) running on this thread's event loop: where ``setup()`` may be
+    written ``await saver.setup()``, the idiom of the official async savers.
 
-
-def ran_in_loop() -> Awaitable[None] | None:
-    """``setup()``'s result: None, or :class:`Ran` when an event loop is running in this
-    thread (the caller may be ``await saver.setup()``)."""
+    A sync function called from async code (a helper, a notebook cell without ``await``)
+    is not: it expects the work done when the call returns. Hand-written rather than a
+    library's: asyncio has no way to tell whether a call's result will be awaited, and a
+    code flag of the calling frame is the one sign that cannot be wrong about a sync
+    caller (a caller frame that cannot be seen counts as sync).
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return None
-    return _RAN
+        return False
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    return caller is not None and bool(caller.f_code.co_flags & _ASYNC_BODY)
 
 
 class EngineOwner:

@@ -25,9 +25,9 @@ import copy
 import random
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
+    Coroutine,
     Iterable,
     Iterator,
     Mapping,
@@ -55,7 +55,7 @@ from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
 from ._door import Access
 from ._engines import resolve_urls
-from ._lifecycle import EngineOwner, ran_in_loop, wire
+from ._lifecycle import EngineOwner, called_from_async_body, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 
@@ -343,7 +343,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Awaitable[None] | None:
+    def setup(self) -> Coroutine[Any, Any, None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
@@ -356,35 +356,38 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         once the database has been reached; a first connection that fails (a wrong host
         or port) raises at once.
 
-        In async code call ``await saver.asetup()``, which keeps the event loop free.
-        ``await saver.setup()`` works too, but the migration then runs on the loop's
-        thread before the ``await``, as every sync method called inside a loop does.
+        Written directly in a coroutine (``await saver.setup()``, the idiom of the
+        official async savers), it returns :meth:`asetup`'s coroutine and does nothing
+        until awaited, so the event loop stays free. Called from sync code, a running
+        event loop or not (a notebook cell, a sync helper), it migrates before returning.
+        Not awaited in a coroutine, nothing is migrated and Python warns that
+        ``asetup`` was never awaited.
 
         Returns:
-            None; called while an event loop runs in this thread, an awaitable that
-            does nothing more (the migration has run), so that ``await saver.setup()``
-            works.
+            None; in a coroutine's body, the coroutine of :meth:`asetup`.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        self._migrate()
-        # Index rows for every key another process registered (reindex_metadata), so
-        # that this writer keeps them complete whatever its metadata_index_keys.
-        self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
-        return ran_in_loop()
+        if called_from_async_body():
+            return self.asetup()
+        self._setup_here()
+        return None
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
         (``asyncio.to_thread``), so that the event loop is not blocked and the process's
         Alembic commands, whose context is process-global, run one at a time from any
         number of threads and loops (see :func:`.migrate.upgrade`)."""
-        await asyncio.to_thread(self._setup_in_thread)
+        await asyncio.to_thread(self._setup_here)
 
-    def _setup_in_thread(self) -> None:
-        self.setup()
+    def _setup_here(self) -> None:
+        self._migrate()
+        # Index rows for every key another process registered (reindex_metadata), so
+        # that this writer keeps them complete whatever its metadata_index_keys.
+        self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given), and the

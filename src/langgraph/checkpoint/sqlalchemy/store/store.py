@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from .. import _shared
 from .._door import Access
 from .._engines import resolve_urls
-from .._lifecycle import EngineOwner, ran_in_loop, wire
+from .._lifecycle import EngineOwner, called_from_async_body, wire
 from .._retry import RETRY_TIMEOUT
 from ..errors import SchemaOutOfDateError, StoreRequestError
 from . import _items, _reads, namespaces
@@ -186,18 +186,19 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Awaitable[None] | None:
+    def setup(self) -> Coroutine[Any, Any, None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
         the checkpoint tables and the store's). Idempotent, safe from several processes
         at once (the migration lock), retried through transient failures once the
         database has been reached (a first connection that fails raises at once).
 
-        In async code call ``await store.asetup()`` (the loop stays free); ``await
-        store.setup()`` works too, migrating on the loop's thread before the ``await``.
+        Written directly in a coroutine (``await store.setup()``), it returns
+        :meth:`asetup`'s coroutine and does nothing until awaited (the event loop stays
+        free); called from sync code, a running event loop or not, it migrates before
+        returning.
 
         Returns:
-            None; called while an event loop runs in this thread, an awaitable that
-            does nothing more (the migration has run).
+            None; in a coroutine's body, the coroutine of :meth:`asetup`.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
@@ -205,8 +206,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             CheckpointConnectionError: The database stayed unreachable, or could not
                 be reached at its first connection.
         """
+        if called_from_async_body():
+            return self.asetup()
         self._migrate()
-        return ran_in_loop()
+        return None
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
