@@ -192,13 +192,9 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         at once (the migration lock), retried through transient failures once the
         database has been reached (a first connection that fails raises at once).
 
-        Written directly in a coroutine (``await store.setup()``), it returns
-        :meth:`asetup`'s coroutine and does nothing until awaited (the event loop stays
-        free); called from sync code, a running event loop or not, it migrates before
-        returning.
-
         Returns:
-            None; in a coroutine's body, the coroutine of :meth:`asetup`.
+            None, having migrated; written in a coroutine (``await store.setup()``),
+            :meth:`asetup`'s coroutine, which does nothing until awaited.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
