@@ -137,25 +137,44 @@ def _candidates(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float
     return conditions
 
 
-#: Most search statements kept (:func:`_page_statement`); past it, a new filter's
+#: Most search statements kept (:func:`_page_statement`), one per dialect, filter shape
+#: (keys and types of their values), prefix presence and walk; past it, a new shape's
 #: statement is built for its call only.
 MAX_STATEMENTS = 512
 _STATEMENTS: dict[Any, Select[Any]] = {}
 
 
+class _Named:
+    """The :data:`..dialects.Binder` of a cached search statement: the filter values'
+    parameters named by position (``b_f0``, ``b_f1``, ...), their values kept in
+    :attr:`params`. The same filter shape makes the same names, so one statement serves
+    every value."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+
+    def __call__(self, value: Any, type_: Any) -> Any:
+        name = f"b_f{len(self.params)}"
+        self.params[name] = value
+        return bindparam(name, value, type_=type_)
+
+
 def _page_statement(
     conn: Connection, qb: QueryBuilder, plan: SearchPlan, walk: bool
-) -> Select[Any] | None:
+) -> tuple[Select[Any] | None, dict[str, Any]]:
     """The statement of a search page decided in the database, built once per dialect,
-    filter and presence of a prefix (bound parameters ``b_now``, ``b_low``, ``b_high``,
-    ``b_limit``, ``b_offset``), so that a repeated search runs its compiled form on the
-    driver's cursor (:func:`.._driver.rows`). None past :data:`MAX_STATEMENTS`."""
-    equalities = tuple((k, type(v).__name__, v) for k, v in plan.filter.equalities)
-    key = (type(qb), qb.compile_key(conn.dialect), equalities, bool(plan.prefix), walk)
+    filter shape (:attr:`.filters.Filter.shape`) and presence of a prefix (bound
+    parameters ``b_now``, ``b_low``, ``b_high``, ``b_limit``, ``b_offset`` and the filter
+    values' ``b_f0``, ``b_f1``, ...), so that a repeated search runs its compiled form on
+    the driver's cursor (:func:`.._driver.rows`); and the filter values' parameters.
+    None past :data:`MAX_STATEMENTS`."""
+    named = _Named()
+    # Built for every call (a few constructs), for the values' parameters.
+    conditions = [_LIVE, *plan.filter.conditions(qb, items.c.value, conn.dialect, named)]
+    key = (type(qb), qb.compile_key(conn.dialect), plan.filter.shape, bool(plan.prefix), walk)
     found = _STATEMENTS.get(key)
     if found is not None or len(_STATEMENTS) >= MAX_STATEMENTS:
-        return found
-    conditions = [_LIVE, *plan.filter.conditions(qb, items.c.value, conn.dialect)]
+        return found, named.params
     if plan.prefix:
         # Walking the updated_at index: the namespace is checked in each entry, not
         # used to pick the primary key's range (an expression no index serves).
@@ -169,7 +188,7 @@ def _page_statement(
         .offset(bindparam("b_offset"))
     )
     _STATEMENTS[key] = stmt
-    return stmt
+    return stmt, named.params
 
 
 _COUNT_UNDER = select(func.count()).select_from(
@@ -198,9 +217,9 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
         walk = bool(plan.prefix) and _many_under(conn, qb, low, high)
-        cached = _page_statement(conn, qb, plan, walk)
+        cached, params = _page_statement(conn, qb, plan, walk)
         if cached is not None:
-            params = {"b_now": now, "b_low": low, "b_high": high}
+            params.update(b_now=now, b_low=low, b_high=high)
             params.update(b_limit=plan.limit, b_offset=plan.offset)
             if walk:
                 qb.walking(conn, True)
