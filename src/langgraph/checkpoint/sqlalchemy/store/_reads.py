@@ -65,7 +65,9 @@ _GET_MANY = select(*_COLUMNS).where(
     items.c.key.in_(bindparam("b_keys", expanding=True)),
     _LIVE,
 )
-_NEWEST = (items.c.updated_at.desc(), items.c.namespace.desc(), items.c.key.desc())
+_ORDER = (items.c.updated_at, items.c.namespace, items.c.key)
+#: Search order: newest first, ties by primary key (also descending: one index walk).
+_NEWEST = tuple(column.desc() for column in _ORDER)
 
 Found = tuple[SearchItem, Any]
 """A search result and its row (whose ``ttl_minutes`` says whether a read refreshes it)."""
@@ -129,9 +131,14 @@ def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
 # -- search ---------------------------------------------------------------------------
 
 
-def _candidates(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Any]:
+def _candidates(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, walk: bool = False
+) -> list[Any]:
+    """The conditions of the items a search considers: alive, the filter's SQL part, under
+    the prefix (checked in each entry of the ``updated_at`` index when ``walk``)."""
     conditions = [alive(now), *plan.filter.conditions(qb, items.c.value, conn.dialect)]
-    prefix = namespaces.under(items.c.namespace, plan.prefix)
+    column: Any = qb.walk_column(items.c.namespace) if walk else items.c.namespace
+    prefix = namespaces.under(column, plan.prefix)
     if prefix is not None:
         conditions.append(prefix)
     return conditions
@@ -199,13 +206,23 @@ _COUNT_UNDER = select(func.count()).select_from(
 )
 
 
-def _many_under(conn: Connection, qb: QueryBuilder, low: str, high: str) -> bool:
-    """Whether the namespaces ``[low, high)`` hold at least :attr:`.QueryBuilder.walk_from`
-    items (False when the dialect's planner decides)."""
+_COUNT_ALL = select(func.count()).select_from(
+    select(items.c.namespace).limit(bindparam("b_limit")).subquery()
+)
+
+
+def _many_under(conn: Connection, qb: QueryBuilder, prefix: str) -> bool:
+    """Whether the namespaces under ``prefix`` (stored text; empty: all) hold at least
+    :attr:`.QueryBuilder.walk_from` items (False when the dialect's planner decides)."""
     if qb.walk_from is None:
         return False
-    params = {"b_low": low, "b_high": high, "b_limit": qb.walk_from}
-    (count,) = _driver.rows(conn, _COUNT_UNDER, params, qb.compile_key(conn.dialect))[0]
+    params: dict[str, Any] = {"b_limit": qb.walk_from}
+    stmt = _COUNT_ALL
+    if prefix:
+        low, high = namespaces.bounds(prefix)
+        params.update(b_low=low, b_high=high)
+        stmt = _COUNT_UNDER
+    (count,) = _driver.rows(conn, stmt, params, qb.compile_key(conn.dialect))[0]
     return int(count) >= qb.walk_from
 
 
@@ -216,7 +233,7 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
         return _vector_search(conn, qb, plan, now)
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
-        walk = bool(plan.prefix) and _many_under(conn, qb, low, high)
+        walk = bool(plan.prefix) and _many_under(conn, qb, plan.prefix)
         cached, params = _page_statement(conn, qb, plan, walk)
         if cached is not None:
             params.update(b_now=now, b_low=low, b_high=high)
@@ -225,17 +242,28 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
                 qb.walking(conn, True)
             found = _driver.rows(conn, cached, params, qb.compile_key(conn.dialect))
             return [f for f in (_readable(row) for row in found) if f is not None]
-    stmt = select(*_COLUMNS).where(*_candidates(conn, qb, plan, now)).order_by(*_NEWEST)
+    walk = False
+    if not plan.filter.exact:
+        # Every candidate may be read, a page at a time (:func:`_pages`): walking the
+        # updated_at index from each page's last entry reads each once, where a scan of
+        # the candidates (the prefix's range of the primary key) was sorted again a page.
+        walk = _many_under(conn, qb, plan.prefix)
+        if walk:
+            qb.walking(conn, True)
+    stmt = select(*_COLUMNS).where(*_candidates(conn, qb, plan, now, walk)).order_by(*_NEWEST)
     if plan.filter.exact:
         rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
         return [f for f in (_readable(row) for row in rows) if f is not None]
-    return _matching(conn, stmt, plan, plan.offset + plan.limit)[plan.offset :]
+    return _matching(conn, qb, stmt, plan, plan.offset + plan.limit)[plan.offset :]
 
 
-def _matching(conn: Connection, stmt: Select[Any], plan: SearchPlan, wanted: int) -> list[Found]:
-    """The first ``wanted`` rows of ``stmt`` that the filter's predicate keeps."""
+def _matching(
+    conn: Connection, qb: QueryBuilder, stmt: Select[Any], plan: SearchPlan, wanted: int
+) -> list[Found]:
+    """The first ``wanted`` rows of ``stmt`` (newest first) that the filter's predicate
+    keeps."""
     matched: list[Found] = []
-    for row in _pages(conn, stmt):
+    for row in _pages(conn, qb, stmt):
         found = _readable(row)
         if found is not None and plan.filter.matches(found[0].value):
             matched.append(found)
@@ -244,17 +272,21 @@ def _matching(conn: Connection, stmt: Select[Any], plan: SearchPlan, wanted: int
     return matched
 
 
-def _pages(conn: Connection, stmt: Select[Any]) -> Iterable[Any]:
-    """The rows of ``stmt`` (ordered), read :data:`PAGE` at a time with ``LIMIT`` and
-    ``OFFSET`` in the caller's transaction, so that a caller that stops early reads
-    little."""
-    offset = 0
+def _pages(conn: Connection, qb: QueryBuilder, stmt: Select[Any]) -> Iterable[Any]:
+    """The rows of ``stmt`` (of :data:`_COLUMNS`, ordered by :data:`_NEWEST`), read
+    :data:`PAGE` at a time in the caller's transaction, so that a caller that stops
+    early reads little. A page starts after the last row of the one before
+    (:meth:`.QueryBuilder.rows_before` on the order's columns, which end with the
+    primary key: no row twice or missed when many share an ``updated_at``): a range
+    seek, where ``OFFSET`` read and dropped every row before it again."""
+    page = stmt
     while True:
-        rows = conn.execute(stmt.limit(PAGE).offset(offset)).all()
+        rows = conn.execute(page.limit(PAGE)).all()
         yield from rows
         if len(rows) < PAGE:
             return
-        offset += PAGE
+        last = rows[-1]
+        page = stmt.where(qb.rows_before(_ORDER, (last[4], last[0], last[1])))
 
 
 def _readable(row: Any, score: float | None = None) -> Found | None:
@@ -318,7 +350,7 @@ def _vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: fl
             .where(*_candidates(conn, qb, plan, now), not_(has_vector))
             .order_by(*_NEWEST)
         )
-        out.extend(_matching(conn, stmt3, plan, skip + plan.limit - len(out))[skip:])
+        out.extend(_matching(conn, qb, stmt3, plan, skip + plan.limit - len(out))[skip:])
     return out
 
 
