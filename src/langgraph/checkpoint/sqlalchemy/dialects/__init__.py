@@ -21,9 +21,9 @@ from .sqlite import SQLiteQueryBuilder
 
 __all__ = [
     "DIALECTS",
-    "Binder",
     "NO_TRANSACTION_OPTION",
     "WRITE_OPTION",
+    "Binder",
     "QueryBuilder",
     "query_builder",
     "register",

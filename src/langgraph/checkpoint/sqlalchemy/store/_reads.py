@@ -263,16 +263,17 @@ def _matching(
     """The first ``wanted`` rows of ``stmt`` (newest first) that the filter's predicate
     keeps."""
     matched: list[Found] = []
-    for row in _pages(conn, qb, stmt):
-        found = _readable(row)
-        if found is not None and plan.filter.matches(found[0].value):
-            matched.append(found)
-            if len(matched) == wanted:
-                break
+    for rows in _pages(conn, qb, stmt):
+        for row in rows:
+            found = _readable(row)
+            if found is not None and plan.filter.matches(found[0].value):
+                matched.append(found)
+                if len(matched) == wanted:
+                    return matched
     return matched
 
 
-def _pages(conn: Connection, qb: QueryBuilder, stmt: Select[Any]) -> Iterable[Any]:
+def _pages(conn: Connection, qb: QueryBuilder, stmt: Select[Any]) -> Iterable[list[Any]]:
     """The rows of ``stmt`` (of :data:`_COLUMNS`, ordered by :data:`_NEWEST`), read
     :data:`PAGE` at a time in the caller's transaction, so that a caller that stops
     early reads little. A page starts after the last row of the one before
@@ -281,8 +282,9 @@ def _pages(conn: Connection, qb: QueryBuilder, stmt: Select[Any]) -> Iterable[An
     seek, where ``OFFSET`` read and dropped every row before it again."""
     page = stmt
     while True:
-        rows = conn.execute(page.limit(PAGE)).all()
-        yield from rows
+        rows = list(conn.execute(page.limit(PAGE)).all())
+        if rows:
+            yield rows
         if len(rows) < PAGE:
             return
         last = rows[-1]
@@ -301,57 +303,134 @@ def _readable(row: Any, score: float | None = None) -> Found | None:
 def _vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
     """Items ranked by their best field's cosine similarity with the query; the items
     that match but have no vector follow (``InMemoryStore``'s order), up to ``limit``."""
-    joined = and_(vectors.c.namespace == items.c.namespace, vectors.c.key == items.c.key)
     wanted = plan.offset + plan.limit
-    best: dict[tuple[str, str], float] = {}
-    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
-    residual = not plan.filter.exact
-    if similarity is not None:
-        score = func.max(similarity).label("score")
-        stmt = (
-            select(vectors.c.namespace, vectors.c.key, score)
-            .join(items, joined)
-            .where(*_candidates(conn, qb, plan, now))
-            # Vectors of another size (the index config's dims changed) are skipped, as
-            # the batch scorer skips them: sqlite-vec would fail the whole query.
-            .where(func.length(vectors.c.embedding) == len(plan.query_blob or b""))
-            .group_by(vectors.c.namespace, vectors.c.key)
-            .order_by(score.desc(), vectors.c.namespace, vectors.c.key)
-        )
-        if not residual:
-            stmt = stmt.limit(wanted)
-        for ns, key, s in conn.execute(stmt):
-            best[(str(ns), str(key))] = float(s)
+    if plan.filter.exact:
+        out = _ranked(conn, qb, plan, now, wanted)
     else:
-        assert plan.query is not None
-        _score_in_pages(conn, _candidates(conn, qb, plan, now), plan.query, best)
-    order: Any = lambda kv: (-kv[1], kv[0])  # noqa: E731  (best score first, ties by key)
-    ranked = sorted(best.items(), key=order) if residual else nsmallest(wanted, best.items(), order)
-    found = _fetch(conn, [k for k, _ in ranked] if residual else [k for k, _ in ranked[:wanted]])
-    out: list[Found] = []
-    for k, s in ranked:
-        row = found.get(k)
-        if row is None:
-            continue
-        hit = _readable(row, s)
-        if hit is not None and plan.filter.matches(hit[0].value):
-            out.append(hit)
-            if len(out) == wanted:
-                break
+        out = _ranked_in_pages(conn, qb, plan, now, wanted)
     scored = len(out)  # every scored match when fewer than ``wanted``
     out = out[plan.offset :]
     if len(out) < plan.limit:
         # The items without vectors follow the scored ones, newest first; ``offset``
         # counts across both, so that pages join up.
         skip = max(0, plan.offset - scored)
-        has_vector = exists().where(joined)
         stmt3 = (
             select(*_COLUMNS)
-            .where(*_candidates(conn, qb, plan, now), not_(has_vector))
+            .where(*_candidates(conn, qb, plan, now), not_(exists().where(_JOINED)))
             .order_by(*_NEWEST)
         )
         out.extend(_matching(conn, qb, stmt3, plan, skip + plan.limit - len(out))[skip:])
     return out
+
+
+_JOINED = and_(vectors.c.namespace == items.c.namespace, vectors.c.key == items.c.key)
+
+
+def _by_score(entry: tuple[tuple[str, str], float]) -> tuple[float, tuple[str, str]]:
+    """Rank of a ``((namespace, key), score)``: best score first, ties by key."""
+    return -entry[1], entry[0]
+
+
+def _ranked(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, wanted: int
+) -> list[Found]:
+    """The ``wanted`` best scored items of a filter decided in the database: scores of
+    every candidate's vectors (in the database, or in batches), then those items read."""
+    best: dict[tuple[str, str], float] = {}
+    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
+    if similarity is not None:
+        score = func.max(similarity).label("score")
+        stmt = (
+            select(vectors.c.namespace, vectors.c.key, score)
+            .join(items, _JOINED)
+            .where(*_candidates(conn, qb, plan, now))
+            # Vectors of another size (the index config's dims changed) are skipped, as
+            # the batch scorer skips them: sqlite-vec would fail the whole query.
+            .where(func.length(vectors.c.embedding) == len(plan.query_blob or b""))
+            .group_by(vectors.c.namespace, vectors.c.key)
+            .order_by(score.desc(), vectors.c.namespace, vectors.c.key)
+            .limit(wanted)
+        )
+        for ns, key, s in conn.execute(stmt):
+            best[(str(ns), str(key))] = float(s)
+    else:
+        assert plan.query is not None
+        _score_in_pages(conn, _candidates(conn, qb, plan, now), plan.query, best)
+    ranked = nsmallest(wanted, best.items(), _by_score)
+    found = _fetch(conn, [k for k, _ in ranked])
+    out: list[Found] = []
+    for k, s in ranked:
+        row = found.get(k)
+        hit = None if row is None else _readable(row, s)
+        if hit is not None and plan.filter.matches(hit[0].value):
+            out.append(hit)
+    return out
+
+
+def _ranked_in_pages(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, wanted: int
+) -> list[Found]:
+    """The ``wanted`` best scored items of a filter checked in Python: the candidates
+    with vectors read :data:`PAGE` at a time (:func:`_pages`), each page's values checked
+    first, then only the matches' vectors scored (:func:`_best_scores`); the best
+    ``wanted`` kept. Memory: a page and ``wanted`` rows, whatever the candidates."""
+    walk = _many_under(conn, qb, plan.prefix)
+    if walk:
+        qb.walking(conn, True)
+    stmt = (
+        select(*_COLUMNS)
+        .where(*_candidates(conn, qb, plan, now, walk), exists().where(_JOINED))
+        .order_by(*_NEWEST)
+    )
+    kept: list[tuple[tuple[str, str], float, Any]] = []
+    for rows in _pages(conn, qb, stmt):
+        matches = {}
+        for row in rows:
+            found = _readable(row)
+            if found is not None and plan.filter.matches(found[0].value):
+                matches[(str(row[0]), str(row[1]))] = row
+        if not matches:
+            continue
+        scores = _best_scores(conn, qb, plan, list(matches))
+        kept.extend((k, s, matches[k]) for k, s in scores.items())
+        kept = nsmallest(wanted, kept, key=lambda e: _by_score((e[0], e[1])))
+    # Read once already: readable.
+    return [f for f in (_readable(row, s) for _, s, row in kept) if f is not None]
+
+
+def _best_scores(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], float]:
+    """The best score of each item of ``keys`` that has a vector of the query's size:
+    in the database where the dialect can, else its vectors read and scored in a batch
+    (:func:`.vectors.cosine_scores`)."""
+    best: dict[tuple[str, str], float] = {}
+    size = len(plan.query_blob or b"")
+    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
+    step = max(1, qb.in_list_chunk)
+    for start in range(0, len(keys), step):
+        chunk = keys[start : start + step]
+        among = qb.keys_in((vectors.c.namespace, vectors.c.key), len(chunk))
+        params = qb.keys_params(chunk)
+        if similarity is not None:
+            stmt = (
+                select(vectors.c.namespace, vectors.c.key, func.max(similarity))
+                .where(among, func.length(vectors.c.embedding) == size)
+                .group_by(vectors.c.namespace, vectors.c.key)
+            )
+            for ns, key, s in conn.execute(stmt, params):
+                best[(str(ns), str(key))] = float(s)
+            continue
+        assert plan.query is not None
+        stmt = select(vectors.c.namespace, vectors.c.key, vectors.c.embedding).where(among)
+        width = 4 * len(plan.query)  # float32 values, as the batch scorer reads them
+        rows = [r for r in conn.execute(stmt, params) if r[2] is not None and len(r[2]) == width]
+        scores = cosine_scores(plan.query, [bytes(r[2]) for r in rows])
+        for r, score in zip(rows, scores, strict=True):
+            k = (str(r[0]), str(r[1]))
+            if score > best.get(k, float("-inf")):
+                best[k] = score
+    return best
 
 
 #: Vectors scored at once by the exact search (5,000 of 1,536 dimensions: 30 MB).
