@@ -3,9 +3,12 @@ transaction: its reads first (they see the data as it was before the batch, as
 ``InMemoryStore``), then their TTL refreshes, then its writes (:func:`._items.put_rows`).
 
 Search pages newest first in the database when the filter is decided there
-(:attr:`.filters.Filter.exact`), else reads candidates :data:`._items.PAGE` at a time and
-checks each with the filter's predicate. Vector search scores in the database where the
-dialect can (``sqlite-vec``), else in batches (:func:`.vectors.cosine_scores`).
+(:attr:`.filters.Filter.exact`; one cached statement a filter shape, the values bound),
+else reads candidates :data:`._items.PAGE` at a time, each page after the last row of
+the one before, and checks each with the filter's predicate. Vector search scores in
+the database where the dialect can (``sqlite-vec``), else in batches
+(:func:`.vectors.cosine_scores`); with a filter checked in Python it reads the
+candidates a page at a time and scores only the matches.
 ``list_namespaces`` pages distinct namespaces in the database; with ``max_depth`` it
 jumps over the range below each truncated namespace.
 """
