@@ -15,7 +15,7 @@ from langgraph.store.base import PutOp
 from sqlalchemy import literal, select
 
 from langgraph.checkpoint.sqlalchemy import _driver
-from langgraph.checkpoint.sqlalchemy.store import _reads
+from langgraph.checkpoint.sqlalchemy.store import _reads, _scan
 
 from .conftest import Clock, HashEmbeddings, StoreDoor
 
@@ -87,7 +87,7 @@ async def test_pages_by_key_return_every_match_once(
     store_factory: Any, mode: str, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     door = StoreDoor(store_factory(clock=clock), mode)
-    monkeypatch.setattr(_reads, "PAGE", 7)  # many pages
+    monkeypatch.setattr(_scan, "PAGE", 7)  # many pages
     # Two batches: 40 items share one updated_at, 25 another; keys and namespaces
     # interleave, so pages break inside runs of equal updated_at.
     await _fill(door, 40, namespaces=3)
@@ -128,14 +128,14 @@ async def test_filtered_vector_search_reads_candidates_in_pages(
     assert len(scored) == 15
 
     pages: list[list[tuple[str, str]]] = []
-    best_scores = _reads._best_scores
+    best_scores = _scan.best_scores
 
     def spy(conn: Any, qb: Any, plan: Any, keys: Any) -> dict[tuple[str, str], float]:
         pages.append(list(keys))
         return best_scores(conn, qb, plan, keys)
 
-    monkeypatch.setattr(_reads, "_best_scores", spy)
-    monkeypatch.setattr(_reads, "PAGE", 7)
+    monkeypatch.setattr(_scan, "best_scores", spy)
+    monkeypatch.setattr(_scan, "PAGE", 7)
     spec = {"g": {"$gte": 1, "$lte": 1}}
     found = await door.search(("docs",), query=query, filter=spec, limit=100)
     assert [(i.key, i.score) for i in found] == [(i.key, i.score) for i in exact]

@@ -352,13 +352,7 @@ class QueryBuilder(LeaseRows, ABC):
 
     @abstractmethod
     def json_member_equals(
-        self,
-        column: Any,
-        key: str,
-        value: Any,
-        text: str,
-        dialect: Dialect | None,
-        bind: Binder = literal,
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """Condition of :meth:`metadata_equals` for a checked ``key`` and ``value``
         (``text``: the value as canonical JSON text), every part that depends on the

@@ -241,13 +241,7 @@ class MySQLQueryBuilder(QueryBuilder):
         return key, text
 
     def json_member_equals(
-        self,
-        column: Any,
-        key: str,
-        value: Any,
-        text: str,
-        dialect: Dialect | None,
-        bind: Binder = literal,
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``JSON_EXTRACT`` with a quoted path, compared with ``JSON_EQUALS`` (MariaDB) or
         as JSON (MySQL)."""

@@ -122,13 +122,7 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         return postgresql.insert(table)
 
     def json_member_equals(
-        self,
-        column: Any,
-        key: str,
-        value: Any,
-        text: str,
-        dialect: Dialect | None,
-        bind: Binder = literal,
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality)."""
         member: ColumnElement[Any] = column.op("->")(literal(key, Text))

@@ -202,13 +202,7 @@ class SQLiteQueryBuilder(QueryBuilder):
         return sqlite.insert(table)
 
     def json_member_equals(
-        self,
-        column: Any,
-        key: str,
-        value: Any,
-        text: str,
-        dialect: Dialect | None,
-        bind: Binder = literal,
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND ...)`` comparing
         atoms, or ``json_tree`` node sets for dicts and lists (``json_each`` takes any key,
