@@ -43,7 +43,7 @@ async def test_distinct_filter_values_share_one_statement(store_door: StoreDoor)
     await _fill(store_door, 60)
     await store_door.search(("docs",), filter={"tag": "t0"})  # the shape's statement
     statements, compiled = len(_reads._STATEMENTS), len(_driver._CACHE)
-    for i in range(60):
+    for i in [*range(60), *range(60)]:  # twice: the second from the kept parameters
         for spec in ({"tag": f"t{i}"}, {"n": i}, {"x": i + 0.5}, {"ключ": f"v{i}"}):
             found = await store_door.search(("docs",), filter=spec, limit=5)
             assert [item.key for item in found] == [f"k{i:03d}"], spec
@@ -64,12 +64,19 @@ async def test_statement_cache_stays_bounded(
 ) -> None:
     await _fill(store_door, 6)
     monkeypatch.setattr(_reads, "MAX_STATEMENTS", len(_reads._STATEMENTS) + 1)
-    for i in range(6):  # new shapes past the bound: built for their call, right anyway
+    monkeypatch.setattr(_reads, "MAX_PARAMS", 3)
+    # New shapes past the bound: built for their call, right anyway (twice: the second
+    # time with the kept parameters of the values not pushed out).
+    for i in [*range(6), *range(6)]:
         found = await store_door.search(("docs",), filter={f"absent{i}": i, "tag": f"t{i}"})
         assert found == []
         found = await store_door.search(("docs",), filter={"tag": f"t{i}", "g": i % 3})
         assert [item.key for item in found] == [f"k{i:03d}"]
     assert len(_reads._STATEMENTS) <= _reads.MAX_STATEMENTS
+    assert len(_reads._PARAMS) <= 3
+    long = "x" * (_reads.MAX_PARAMS_TEXT + 1)  # long values are not kept
+    assert await store_door.search(("docs",), filter={"tag": long}) == []
+    assert all(long not in params.values() for params in _reads._PARAMS.values())
 
 
 def test_driver_lets_go_of_evicted_constructs(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
