@@ -106,7 +106,9 @@ class _Compiled:
 MAX_COMPILED = 4096
 
 _CACHE: dict[tuple[int, Any, Any], _Compiled] = {}
-_KEEP: dict[int, ClauseElement] = {}
+#: The constructs of :data:`_CACHE`'s entries by id, each with its count of entries: ids
+#: stay valid while an entry names them, and a construct goes with its last entry.
+_KEEP: dict[int, tuple[ClauseElement, int]] = {}
 _LOCK = threading.Lock()
 
 
@@ -117,10 +119,19 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
     if found is None:
         found = _Compiled(construct, conn, schema_map)
         with _LOCK:
-            _KEEP[id(construct)] = construct  # ids stay valid: constructs are kept
+            if full in _CACHE:  # another thread compiled it meanwhile
+                return _CACHE[full]
+            kept = _KEEP.get(id(construct))
+            _KEEP[id(construct)] = (construct, kept[1] + 1 if kept else 1)
             _CACHE[full] = found
             while len(_CACHE) > MAX_COMPILED:
-                del _CACHE[next(iter(_CACHE))]
+                oldest = next(iter(_CACHE))
+                del _CACHE[oldest]
+                gone, count = _KEEP[oldest[0]]
+                if count > 1:
+                    _KEEP[oldest[0]] = (gone, count - 1)
+                else:
+                    del _KEEP[oldest[0]]
     return found
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection, Select, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from ._canonical import scalar_as_stored
@@ -74,7 +74,8 @@ def _page_select(
         if found is not None:
             stmt = stmt.where(found)
         value = scalar_as_stored(value)  # NUL removed, as from stored metadata
-        stmt = stmt.where(st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect))
+        member = st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect, literal)
+        stmt = stmt.where(member)
     if cursor is not None and query.order:
         # Keyset pagination, thread and namespace fixed: older ids than the last row's.
         stmt = stmt.where(c.checkpoint_id < cursor[2])

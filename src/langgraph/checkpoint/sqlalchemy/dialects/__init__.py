@@ -14,7 +14,7 @@ Adding a dialect family is one new module here plus one :data:`DIALECTS` entry (
 from __future__ import annotations
 
 from ..errors import UnsupportedDialectError
-from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
+from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, Binder, QueryBuilder
 from .mysql import MariaDBQueryBuilder, MySQLQueryBuilder
 from .postgresql import PostgreSQLQueryBuilder
 from .sqlite import SQLiteQueryBuilder
@@ -23,6 +23,7 @@ __all__ = [
     "DIALECTS",
     "NO_TRANSACTION_OPTION",
     "WRITE_OPTION",
+    "Binder",
     "QueryBuilder",
     "query_builder",
     "register",

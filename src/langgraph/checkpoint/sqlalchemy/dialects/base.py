@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from sqlalchemy import Connection, Engine, Select, Table, bindparam, event, select, tuple_
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    Table,
+    bindparam,
+    event,
+    literal,
+    select,
+    tuple_,
+)
 from sqlalchemy.engine import URL, Dialect, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
@@ -32,7 +42,12 @@ from ..errors import ValueTooLargeError
 from ..schema import metadata_index
 from ._leases import LeaseRows
 
-__all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "QueryBuilder"]
+__all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "Binder", "QueryBuilder"]
+
+Binder = Callable[[Any, Any], ColumnElement[Any]]
+"""How a filter value enters a condition: ``bind(value, type_)`` returns the bound
+value (default ``literal``: an anonymous parameter). The store passes one that names
+each parameter by its position, so that a statement built once serves every value."""
 
 #: Execution option that marks a transaction that will write. SQLite opens it with
 #: ``BEGIN IMMEDIATE`` so that a read-then-write transaction never fails to upgrade its
@@ -301,7 +316,12 @@ class QueryBuilder(LeaseRows, ABC):
         return json_string(key), json_text(value, depth=MAX_DEPTH - 1)
 
     def metadata_equals(
-        self, column: Any, key: str, value: Any, dialect: Dialect | None = None
+        self,
+        column: Any,
+        key: str,
+        value: Any,
+        dialect: Dialect | None = None,
+        bind: Binder = literal,
     ) -> ColumnElement[bool]:
         """Condition: the top-level metadata ``key`` equals the JSON value ``value``.
 
@@ -321,20 +341,24 @@ class QueryBuilder(LeaseRows, ABC):
             dialect: The dialect of the connection that runs the query. A ``mysql://`` URL
                 may reach a MariaDB server, which SQLAlchemy learns on connecting; MariaDB
                 and MySQL compare JSON differently.
+            bind: Makes the bound parameters of what depends on ``value`` (not on
+                ``key``): the same calls, in the same order, for every value of the
+                same type under the same key (a :data:`Binder`).
 
         Raises:
             TypeError: ``key`` is not a string or ``value`` is not JSON.
             ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow.
         """
         key, text = self.check_filter(key, value)
-        return self.json_member_equals(column, key, scalar_as_stored(value), text, dialect)
+        return self.json_member_equals(column, key, scalar_as_stored(value), text, dialect, bind)
 
     @abstractmethod
     def json_member_equals(
-        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """Condition of :meth:`metadata_equals` for a checked ``key`` and ``value``
-        (``text``: the value as canonical JSON text)."""
+        (``text``: the value as canonical JSON text), every part that depends on the
+        value made by ``bind``."""
 
     def metadata_index_filter(
         self, table: Table, key: str, text: str, indexed: bool

@@ -51,7 +51,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..errors import MigrationLockTimeout, ValueTooLargeError
 from ..schema import CHECKPOINT_ID_INDEX, VERSION_TABLE, locks
-from .base import QueryBuilder
+from .base import Binder, QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
 
@@ -241,14 +241,14 @@ class MySQLQueryBuilder(QueryBuilder):
         return key, text
 
     def json_member_equals(
-        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``JSON_EXTRACT`` with a quoted path, compared with ``JSON_EQUALS`` (MariaDB) or
         as JSON (MySQL)."""
         extracted = func.json_extract(column, literal(_path(key), Text))
         if self.is_mariadb or getattr(dialect, "is_mariadb", False):
-            return func.json_equals(extracted, literal(text, Text)) == 1
-        return extracted == cast(literal(text, Text), mysql.JSON)
+            return func.json_equals(extracted, bind(text, Text)) == 1
+        return extracted == cast(bind(text, Text), mysql.JSON)
 
     def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
         """``JSON_CONTAINS_PATH`` with a quoted path."""

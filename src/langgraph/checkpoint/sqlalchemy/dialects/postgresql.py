@@ -37,7 +37,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from .._metaindex import metadata_json_key
 from ..schema import locks
-from .base import QueryBuilder
+from .base import Binder, QueryBuilder
 
 __all__ = ["PostgreSQLQueryBuilder"]
 
@@ -123,11 +123,11 @@ class PostgreSQLQueryBuilder(QueryBuilder):
         return postgresql.insert(table)
 
     def json_member_equals(
-        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``metadata -> ? = CAST(? AS JSONB)`` (JSONB equality)."""
         member: ColumnElement[Any] = column.op("->")(literal(key, Text))
-        return member == cast(literal(text, Text), postgresql.JSONB)
+        return member == cast(bind(text, Text), postgresql.JSONB)
 
     metadata_index_rows = False
 

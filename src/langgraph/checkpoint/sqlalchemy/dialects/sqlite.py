@@ -42,7 +42,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from .._display import shown_url
 from ..errors import DatabaseURLError
-from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, QueryBuilder
+from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, Binder, QueryBuilder
 
 __all__ = [
     "MEMDB_PREFIX",
@@ -220,7 +220,7 @@ class SQLiteQueryBuilder(QueryBuilder):
         return sqlite.insert(table)
 
     def json_member_equals(
-        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None
+        self, column: Any, key: str, value: Any, text: str, dialect: Dialect | None, bind: Binder
     ) -> ColumnElement[bool]:
         """``EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND ...)`` comparing
         atoms, or ``json_tree`` node sets for dicts and lists (``json_each`` takes any key,
@@ -238,8 +238,8 @@ class SQLiteQueryBuilder(QueryBuilder):
         equal: key order free, list order kept, 1 == 1.0 at any depth.
         """
         if not isinstance(value, (Mapping, list, tuple)) and _path_key(key):
-            return _if_valid_json(column, _scalar_at(column, key, value))
-        doc = literal(text, Text)
+            return _if_valid_json(column, _scalar_at(column, key, value, bind))
+        doc = bind(text, Text)
         member = func.json_each(column).table_valued("key", "value", "type", "atom").alias()
         if not isinstance(value, (Mapping, list, tuple)):
             same: ColumnElement[bool] = and_(
@@ -391,19 +391,19 @@ def _path_key(key: str) -> bool:
     return bool(key) and key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
 
 
-def _scalar_at(column: Any, key: str, value: Any) -> ColumnElement[bool]:
+def _scalar_at(column: Any, key: str, value: Any, bind: Binder) -> ColumnElement[bool]:
     """The top-level ``key`` of the JSON document ``column`` holds the scalar ``value``:
-    same JSON kind (numbers are one kind), equal atom."""
+    same JSON kind (numbers are one kind), equal atom (``value`` through ``bind``)."""
     path = literal('$."' + key + '"', Text)
     kind = func.json_type(column, path)
     if value is None:
         return kind == "null"
     if isinstance(value, bool):
-        return kind == ("true" if value else "false")
+        return kind == bind("true" if value else "false", Text)
     atom = func.json_extract(column, path)
     if isinstance(value, (int, float)):
-        return and_(atom == literal(value), kind.in_(("integer", "real")))
-    return and_(atom == literal(value, Text), kind == "text")
+        return and_(atom == bind(value, None), kind.in_(("integer", "real")))
+    return and_(atom == bind(value, Text), kind == "text")
 
 
 def _json_kind(json_type: Any) -> ColumnElement[Any]:

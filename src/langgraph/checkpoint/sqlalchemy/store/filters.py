@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, literal
 from sqlalchemy.engine import Dialect
 
 from .._canonical import MAX_DEPTH, MAX_FILTER_KEYS, canonical_json
-from ..dialects import QueryBuilder
+from ..dialects import Binder, QueryBuilder
 
 __all__ = ["OPERATORS", "Filter", "compile_filter", "json_equal"]
 
@@ -123,13 +123,19 @@ class Filter:
     exact: bool
 
     def conditions(
-        self, qb: QueryBuilder, column: Any, dialect: Dialect
+        self, qb: QueryBuilder, column: Any, dialect: Dialect, bind: Binder = literal
     ) -> list[ColumnElement[bool]]:
         """SQL conditions every match satisfies, for the connection's ``dialect`` (a
         ``mysql://`` URL may reach MariaDB, which compares JSON otherwise): JSON
         equality of each scalar key (:meth:`.QueryBuilder.metadata_equals`), bound
-        parameters only."""
-        return [qb.metadata_equals(column, k, v, dialect) for k, v in self.equalities]
+        parameters only, those of the values made by ``bind`` (in order, key by key)."""
+        return [qb.metadata_equals(column, k, v, dialect, bind) for k, v in self.equalities]
+
+    @property
+    def shape(self) -> tuple[tuple[str, str], ...]:
+        """What the SQL of :meth:`conditions` depends on besides the values' binds: the
+        keys and the types of their values."""
+        return tuple((k, type(v).__name__) for k, v in self.equalities)
 
     def matches(self, value: Mapping[str, Any]) -> bool:
         """Whether an item's value matches the filter."""
