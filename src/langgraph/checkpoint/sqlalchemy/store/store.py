@@ -483,6 +483,13 @@ def _list_plan(op: ListNamespacesOp) -> ListPlan:
     limit, offset = _count("limit", op.limit), _count("offset", op.offset)
     depth = None if op.max_depth is None else _count("max_depth", op.max_depth)
     conditions = tuple(op.match_conditions or ())
+    if len(conditions) > namespaces.MAX_CONDITIONS:
+        raise StoreRequestError(
+            f"list_namespaces was given {len(conditions):,} match conditions; the store "
+            f"takes at most {namespaces.MAX_CONDITIONS} in one ListNamespacesOp (each is a "
+            "condition of one SQL statement). Merge them, or list with fewer at a time and "
+            "intersect the results."
+        )
     for cond in conditions:
         namespaces.match_pattern(cond)  # refuses a bad condition before any query
     return ListPlan(conditions, depth, limit, offset)
