@@ -43,7 +43,7 @@ from ._items import (
 from .tables import SEPARATOR, items, vectors
 from .vectors import cosine_scores
 
-__all__ = ["BatchResult", "run_batch"]
+__all__ = ["GET_CHUNK", "BatchResult", "run_batch"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
@@ -65,6 +65,10 @@ _GET_MANY = select(*_COLUMNS).where(
     items.c.key.in_(bindparam("b_keys", expanding=True)),
     _LIVE,
 )
+#: Keys of one namespace read by one statement of a batch's gets: any number of gets
+#: runs, in statements of at most this many bound keys (psycopg takes 65,535 parameters
+#: a statement, SQLite 32,766).
+GET_CHUNK = 500
 _NEWEST = (items.c.updated_at.desc(), items.c.namespace.desc(), items.c.key.desc())
 
 Found = tuple[SearchItem, Any]
@@ -112,7 +116,11 @@ def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
             rows = _driver.rows(conn, _GET, params, qb.compile_key(conn.dialect))
         else:
             keys = sorted({plan.key for _, plan in wanted})
-            rows = conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": keys, "b_now": batch.now}).all()
+            many: list[Any] = []
+            for start in range(0, len(keys), GET_CHUNK):
+                chunk = keys[start : start + GET_CHUNK]
+                many += conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": chunk, "b_now": batch.now})
+            rows = many
         by_key = {str(row[1]): row for row in rows}
         for i, plan in wanted:
             row = by_key.get(plan.key)
