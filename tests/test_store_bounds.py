@@ -24,7 +24,7 @@ from langgraph.store.base import (
 )
 
 from langgraph.checkpoint.sqlalchemy import StoreRequestError
-from langgraph.checkpoint.sqlalchemy.store import _items, _reads, namespaces
+from langgraph.checkpoint.sqlalchemy.store import _reads, _sizes, namespaces
 from langgraph.checkpoint.sqlalchemy.store.filters import MAX_FILTER_BYTES, MAX_FILTER_KEYS
 from langgraph.checkpoint.sqlalchemy.store.tables import NAMESPACE_MAX_LENGTH
 
@@ -170,7 +170,7 @@ async def test_value_over_the_cap(store_door: StoreDoor, backend: str) -> None:
     its batch is written."""
     door = store_door
     await door.put(("a", "b"), "k", {"v": 1})
-    over = _items.MAX_VALUE_BYTES + 1
+    over = _sizes.MAX_VALUE_BYTES + 1
     value = {"v": "x" * over}
     await _refused(
         door,

@@ -13,7 +13,6 @@ embeddings before it opens a connection, so that no connection waits on a model.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -28,15 +27,14 @@ from sqlalchemy import Connection, bindparam, delete, func, select, update
 
 from .. import _driver
 from ..dialects import QueryBuilder
-from ..errors import StoreDecodeError, StoreRequestError
+from ..errors import StoreDecodeError
 from ..schema import read_json
 from . import namespaces
+from ._sizes import by_bytes, value_sizes
 from .filters import Filter
 from .tables import items, vectors
 
 __all__ = [
-    "BATCH_BYTES",
-    "MAX_VALUE_BYTES",
     "PAGE",
     "Batch",
     "GetPlan",
@@ -60,14 +58,6 @@ log = logging.getLogger("langgraph.store.sqlalchemy")
 #: Rows read a round trip while a filter the database cannot decide alone, or a
 #: vector search, goes through the candidates.
 PAGE = 500
-
-#: Largest item value, in bytes of its JSON text, on every dialect; on MySQL/MariaDB
-#: also at most half of the server's ``max_allowed_packet`` (read once, as the saver
-#: does: a statement larger than the packet is refused and its connection dropped).
-MAX_VALUE_BYTES = 64 * 1024 * 1024
-#: Bytes of values (and embeddings) sent in one multi-row INSERT: rows are split into
-#: statements of at most this much (a larger value goes alone).
-BATCH_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -306,7 +296,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         rows: The items, at most one per ``(namespace, key)``.
         now: The write's clock, seconds since the epoch.
     """
-    sizes, budget = _sizes(conn, qb, rows)
+    sizes, budget = value_sizes(conn, qb, rows)
     key = qb.compile_key(conn.dialect)
     up = _upserts(qb)
     if one_statement(qb, rows):
@@ -332,7 +322,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
             _each(conn, _DELETE_ITEM, [{"b_ns": r.namespace, "b_key": r.key} for r in run], key)
         else:
             kept = [(_item_params(row, now), sizes[row.namespace, row.key]) for row in run]
-            for part in _by_bytes(kept, budget):
+            for part in by_bytes(kept, budget):
                 _driver.insert_rows(conn, upsert, part, key, up.forms)
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
@@ -341,62 +331,8 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         if row.value is not None
         for name, blob in row.vectors
     ]
-    for part in _by_bytes(new_vectors, budget):
+    for part in by_bytes(new_vectors, budget):
         _driver.insert_rows(conn, up.vectors, part, key, up.forms)
-
-
-def _sizes(
-    conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow]
-) -> tuple[dict[tuple[str, str], int], int]:
-    """The size of each row's value (bytes of JSON text, as bound) by ``(namespace,
-    key)``, and the bytes a multi-row statement may carry, each value checked against
-    the dialect's cap before anything is written.
-
-    Raises:
-        StoreRequestError: A value larger than :data:`MAX_VALUE_BYTES`, or than half of
-            a MySQL/MariaDB server's ``max_allowed_packet``.
-    """
-    limit = qb.value_limit(conn)
-    cap = MAX_VALUE_BYTES if limit is None else min(limit, MAX_VALUE_BYTES)
-    sizes: dict[tuple[str, str], int] = {}
-    for row in rows:
-        size = 0 if row.value is None else len(json.dumps(row.value))
-        if size > cap:
-            raise _too_large(row, size, cap, server=cap != MAX_VALUE_BYTES)
-        sizes[row.namespace, row.key] = size
-    return sizes, min(BATCH_BYTES, cap)
-
-
-def _too_large(row: PutRow, size: int, cap: int, *, server: bool) -> StoreRequestError:
-    why = (
-        "half of this MySQL/MariaDB server's max_allowed_packet: raise max_allowed_packet "
-        f"in the server's config to store more, up to the store's cap of {MAX_VALUE_BYTES:,}"
-        if server
-        else "the store's cap on every database"
-    )
-    return StoreRequestError(
-        f"the value of item {row.key[:40]!r} in {namespaces.decode(row.namespace)[:3]} is "
-        f"{size:,} bytes of JSON; the store takes at most {cap:,} ({why}). Keep large "
-        "content elsewhere (a file or object store) with a reference in the item, or split "
-        "it into several items. Nothing was written."
-    )
-
-
-def _by_bytes(rows: Sequence[tuple[dict[str, Any], int]], budget: int) -> list[list[Any]]:
-    """The rows (with their sizes) in runs of at most ``budget`` bytes each (a larger
-    row alone), so that no multi-row statement outgrows a server's packet."""
-    parts: list[list[Any]] = []
-    part: list[Any] = []
-    size = 0
-    for row, n in rows:
-        if part and size + n > budget:
-            parts.append(part)
-            part, size = [], 0
-        part.append(row)
-        size += n
-    if part:
-        parts.append(part)
-    return parts
 
 
 # -- TTL and statistics ---------------------------------------------------------------

@@ -17,11 +17,13 @@ from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 from sqlalchemy import ColumnElement, and_
 
+from ..errors import StoreRequestError
 from .tables import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, SEPARATOR
 
 __all__ = [
     "MAX_CONDITIONS",
     "bounds",
+    "check_conditions",
     "check_key",
     "decode",
     "encode",
@@ -196,3 +198,24 @@ def match_pattern(condition: MatchCondition, end: str = "\\Z") -> str | None:
     if condition.match_type == "prefix":
         return "^" + body + "(" + SEPARATOR + "|" + end + ")"
     return "(^|" + SEPARATOR + ")" + body + end
+
+
+def check_conditions(conditions: Sequence[MatchCondition]) -> tuple[MatchCondition, ...]:
+    """The match conditions of a ``list_namespaces``, each checked (:func:`match_pattern`)
+    before any query.
+
+    Raises:
+        StoreRequestError: More than :data:`MAX_CONDITIONS`.
+        InvalidNamespaceError: A condition :func:`match_pattern` refuses.
+    """
+    conditions = tuple(conditions)
+    if len(conditions) > MAX_CONDITIONS:
+        raise StoreRequestError(
+            f"list_namespaces was given {len(conditions):,} match conditions; the store "
+            f"takes at most {MAX_CONDITIONS} in one ListNamespacesOp (each is a condition of "
+            "one SQL statement). Merge them, or list with fewer at a time and intersect the "
+            "results."
+        )
+    for condition in conditions:
+        match_pattern(condition)
+    return conditions
