@@ -238,7 +238,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             StoreRequestError: A request over one of the store's limits (docs/store.md,
                 "Limits"): a top-level ``$`` key or an unknown operator in a filter, a
                 filter over 100 keys or 1 MiB of JSON, over 100 match conditions, a value
-                over 64 MiB of JSON (on MySQL/MariaDB, over half of
+                over 64 MiB of JSON (on MySQL/MariaDB, over
                 ``max_allowed_packet``), a TTL out of range. Nothing is written.
             ValueError: NaN, 64-bit overflow, a negative ``limit``/``offset``/
                 ``max_depth``, an embedding of the wrong size.
