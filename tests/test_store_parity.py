@@ -5,7 +5,8 @@ Searches are compared as SETS of (namespace, key) with a limit above the item co
 (``InMemoryStore`` returns insertion order, the store newest first); namespace listings
 as exact lists (both sorted). Cases where ``InMemoryStore`` raises (an order comparison
 meeting a missing key or a string) or where the store differs by design (``True`` does
-not match ``1``) are not in the lists; the last tests pin those differences.
+not match ``1``; a top-level ``$`` key is refused) are not in the lists; the last tests
+pin those differences.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+from langgraph.checkpoint.sqlalchemy import StoreRequestError
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from .conftest import HashEmbeddings
@@ -125,10 +127,15 @@ ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("num",), "n5", {"n": 0, "m": 5.01}),
     (("num", "big"), "n6", {"n": 10**15, "m": 2**53}),
     (("num", "big"), "n7", {"n": -0.5, "m": 1e-300}),
+    # order comparisons of booleans: prefix ("bool",), every item has a boolean flag
+    (("bool",), "b1", {"flag": True, "lst": [1, "a"]}),
+    (("bool",), "b2", {"flag": False, "lst": [2, "b"]}),
+    (("bool", "x"), "b3", {"flag": True, "lst": [3]}),
 ]
 
 MIX = ("mix",)
 NUM = ("num",)
+BOOL = ("bool",)
 ALL: tuple[str, ...] = ()
 
 #: (namespace prefix, filter): each one a search compared with InMemoryStore.
@@ -219,7 +226,6 @@ FILTERS: list[Any] = [
     (("keys",), {"_": "_"}),
     (("keys",), {"é": 1}),
     (("keys",), {"a b": 1}),
-    (("keys",), {"$.a": 1}),
     (("keys",), {"{a}": 1}),
     (("keys",), {"a": [{"b": 1}]}),
     (("keys",), {"a.b": {"$ne": 1}}),
@@ -242,6 +248,19 @@ FILTERS: list[Any] = [
     (NUM, {"m": {"$lte": 0}}),
     (NUM, {"n": {"$gt": 1}, "m": 0}),
     (NUM, {"n": 1, "m": {"$gte": 0}}),
+    (BOOL, {"flag": {"$lt": True}}),
+    (BOOL, {"flag": {"$lte": True}}),
+    (BOOL, {"flag": {"$gt": False}}),
+    (BOOL, {"flag": {"$gte": False}}),
+    (BOOL, {"flag": {"$gt": True}}),
+    (BOOL, {"flag": {"$lt": False}}),
+    (BOOL, {"flag": {"$gte": True, "$lte": True}}),
+    (BOOL, {"flag": {"$ne": True}}),
+    # operators in a list's elements apply to the element, as at the top
+    (BOOL, {"lst": [{"$gte": 2}, "b"]}),
+    (BOOL, {"lst": [{"$lt": 3}, {"$ne": "b"}]}),
+    (BOOL, {"lst": [{"$gt": 2}]}),
+    (MIX, {"nested": [{"a": {"$gte": 1}}, {"b": [1, {"$lte": 2}]}]}),
 ]
 
 #: Namespaces of items that only matter to the listings.
@@ -445,6 +464,42 @@ def test_order_comparisons_need_same_types(
     assert _found(store, MIX, {"missing": {"$lt": 1}}) == set()
     assert _found(store, MIX, {"nul": {"$gte": 0}}) == {(("mix", "b"), "m3")}
     assert deep <= _found(store, MIX, {"n": {"$gte": 0}})
+
+
+def test_top_level_dollar_keys_are_refused(
+    stores: tuple[SQLAlchemyStore, InMemoryStore],
+) -> None:
+    """No LangGraph store has logical operators: InMemoryStore (and PostgresStore) read
+    ``$and`` as a field name and match nothing, SqliteStore refuses it; the store refuses
+    every top-level ``$`` key with StoreRequestError, naming what it supports."""
+    store, reference = stores
+    assert _found(reference, ("keys",), {"$and": [{"a.b": 1}]}) == set()
+    assert _found(reference, ("keys",), {"$.a": 1}) == {(("keys",), "k1")}
+    for flt in ({"$and": [{"a.b": 1}]}, {"$or": [{"a.b": 1}]}, {"$.a": 1}, {"$x": 1}):
+        with pytest.raises(StoreRequestError, match=r"logical operators .*\$gt"):
+            _found(store, ("keys",), flt)
+
+
+def test_unknown_operators_are_refused_anywhere(
+    stores: tuple[SQLAlchemyStore, InMemoryStore],
+) -> None:
+    """An unknown operator raises wherever the predicate would apply it (InMemoryStore
+    raises too when it reaches it), never read as some comparison."""
+    store, reference = stores
+    with pytest.raises(ValueError, match=r"\$evil"):
+        _found(reference, BOOL, {"lst": [{"$evil": 1}]})
+    for flt in (
+        {"lst": [{"$evil": 1}]},
+        {"lst": [1, [{"$evil": 1}]]},
+        {"d": {"x": [{"y": {"$evil": 1}}]}},
+        {"flag": {"$in": [True]}},
+    ):
+        with pytest.raises(StoreRequestError, match=r"unsupported filter operator '\$"):
+            _found(store, ALL, flt)
+    # an operator's bound is a plain value: a "$" key in it is data
+    assert _found(store, BOOL, {"lst": {"$ne": [{"$evil": 1}]}}) == _found(
+        reference, BOOL, {"lst": {"$ne": [{"$evil": 1}]}}
+    )
 
 
 # -- vector search ---------------------------------------------------------------------

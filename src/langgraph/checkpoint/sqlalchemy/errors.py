@@ -219,8 +219,11 @@ class StoreDecodeError(ValueError):
 
 class StoreRequestError(ValueError):
     """A call of ``SQLAlchemyStore`` refused before anything ran or was written: a value
-    out of the store's range (a TTL above its maximum) or a request over one of its
-    bounds. The message names the limit and what to do instead."""
+    out of the store's range (a TTL above its maximum), a search filter the store does
+    not support (a top-level ``$and``/``$or``, an unknown operator), or a request over
+    one of its bounds (a filter's keys or size, ``list_namespaces`` match conditions, an
+    item value's size: docs/store.md, "Limits"). The message names the limit and what to
+    do instead."""
 
 
 class CheckpointContentionError(CheckpointConflictError):

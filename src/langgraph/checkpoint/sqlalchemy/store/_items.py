@@ -30,6 +30,7 @@ from ..dialects import QueryBuilder
 from ..errors import StoreDecodeError
 from ..schema import read_json
 from . import namespaces
+from ._sizes import by_bytes, value_sizes
 from .filters import Filter
 from .tables import items, vectors
 
@@ -295,6 +296,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         rows: The items, at most one per ``(namespace, key)``.
         now: The write's clock, seconds since the epoch.
     """
+    sizes, budget = value_sizes(conn, qb, rows)
     key = qb.compile_key(conn.dialect)
     up = _upserts(qb)
     if one_statement(qb, rows):
@@ -319,17 +321,18 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         if deleting:
             _each(conn, _DELETE_ITEM, [{"b_ns": r.namespace, "b_key": r.key} for r in run], key)
         else:
-            kept = [_item_params(row, now) for row in run]
-            _driver.insert_rows(conn, upsert, kept, key, up.forms)
+            kept = [(_item_params(row, now), sizes[row.namespace, row.key]) for row in run]
+            for part in by_bytes(kept, budget):
+                _driver.insert_rows(conn, upsert, part, key, up.forms)
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
-        {"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}
+        ({"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}, len(blob))
         for row in rows
         if row.value is not None
         for name, blob in row.vectors
     ]
-    if new_vectors:
-        _driver.insert_rows(conn, up.vectors, new_vectors, key, up.forms)
+    for part in by_bytes(new_vectors, budget):
+        _driver.insert_rows(conn, up.vectors, part, key, up.forms)
 
 
 # -- TTL and statistics ---------------------------------------------------------------

@@ -47,7 +47,7 @@ from ._scan import (
 )
 from .tables import SEPARATOR, items
 
-__all__ = ["BatchResult", "run_batch"]
+__all__ = ["GET_CHUNK", "BatchResult", "run_batch"]
 
 _LIVE = alive(bindparam("b_now"))
 #: One item (a ``get``), built once: its compiled form is cached.
@@ -59,6 +59,10 @@ _GET_MANY = select(*COLUMNS).where(
     items.c.key.in_(bindparam("b_keys", expanding=True)),
     _LIVE,
 )
+#: Keys of one namespace read by one statement of a batch's gets: any number of gets
+#: runs, in statements of at most this many bound keys (psycopg takes 65,535 parameters
+#: a statement, SQLite 32,766).
+GET_CHUNK = 500
 
 
 @dataclass
@@ -102,7 +106,11 @@ def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
             rows = _driver.rows(conn, _GET, params, qb.compile_key(conn.dialect))
         else:
             keys = sorted({plan.key for _, plan in wanted})
-            rows = conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": keys, "b_now": batch.now}).all()
+            many: list[Any] = []
+            for start in range(0, len(keys), GET_CHUNK):
+                chunk = keys[start : start + GET_CHUNK]
+                many += conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": chunk, "b_now": batch.now})
+            rows = many
         by_key = {str(row[1]): row for row in rows}
         for i, plan in wanted:
             row = by_key.get(plan.key)

@@ -11,10 +11,20 @@ dialect:
   matches the value's (recursively; the value's other keys are free); ``None`` matches an
   explicit ``null`` and a missing key;
 * a dict of operators (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) applies
-  each: ``$eq``/``$ne`` compare whole JSON values, a missing key reading as ``None``
+  each, at the top, in a nested dict or in a list's element (as ``InMemoryStore``):
+  ``$eq``/``$ne`` compare whole JSON values, a missing key reading as ``None``
   (``$ne`` matches it unless the bound is ``None``);
-  the order comparisons compare numbers with numbers and strings with strings (by code
-  point), and no other pair matches (``InMemoryStore`` raises, or reads ``"5"`` as 5).
+  the order comparisons compare numbers with numbers, strings with strings (by code
+  point) and booleans with booleans (``False < True``), and no other pair matches
+  (``InMemoryStore`` raises, or reads ``"5"`` as 5 and ``True`` as 1).
+
+Refused with :class:`~langgraph.checkpoint.sqlalchemy.errors.StoreRequestError` before
+any statement runs: a top-level key starting with ``$`` (``$and``, ``$or``: no LangGraph
+store has logical operators; ``InMemoryStore`` and ``PostgresStore`` read such a key as a
+field name and match nothing, ``SqliteStore`` refuses it), an operator outside
+:data:`OPERATORS` anywhere (never applied as some comparison), operators mixed with
+plain keys, more than :data:`MAX_FILTER_KEYS` keys, and a filter whose JSON text is
+longer than :data:`MAX_FILTER_BYTES` characters.
 
 :func:`compile_filter` checks a filter before any statement runs and returns the
 predicate (:meth:`Filter.matches`, the definition above) and the SQL conditions that
@@ -26,6 +36,7 @@ also pages the results.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +46,22 @@ from sqlalchemy.engine import Dialect
 
 from .._canonical import MAX_DEPTH, MAX_FILTER_KEYS, canonical_json
 from ..dialects import Binder, QueryBuilder
+from ..errors import StoreRequestError
 
-__all__ = ["OPERATORS", "Filter", "compile_filter", "json_equal"]
+__all__ = [
+    "MAX_FILTER_BYTES",
+    "MAX_FILTER_KEYS",
+    "OPERATORS",
+    "Filter",
+    "compile_filter",
+    "json_equal",
+]
+
+#: Longest search filter, in characters of its JSON text (keys included): its equalities
+#: are bound parameters of the statement (MariaDB's default ``max_allowed_packet`` is 16
+#: MiB, 4 bytes a character at most), and the predicate walks the rest for every
+#: candidate.
+MAX_FILTER_BYTES = 1024 * 1024
 
 #: The comparison operators LangGraph's stores document.
 OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
@@ -67,6 +92,8 @@ def json_equal(a: Any, b: Any) -> bool:
 def _ordered(value: Any, operator: str, bound: Any) -> bool:
     if _is_number(value) and _is_number(bound):
         pass
+    elif isinstance(value, bool) and isinstance(bound, bool):
+        pass  # False < True, as InMemoryStore's float(False) < float(True)
     elif not (isinstance(value, str) and isinstance(bound, str)):
         return False
     if operator == "$gt":
@@ -104,6 +131,8 @@ def _operator(value: Any, operator: str, bound: Any) -> bool:
         # matches it, {"$ne": None} does not, {"$ne": x} does.
         same = json_equal(None if value is _MISSING else value, bound)
         return same if operator == "$eq" else not same
+    if operator not in _ORDER:  # compile_filter refused it; never some comparison
+        raise StoreRequestError(f"unsupported filter operator {operator!r}")
     return value is not _MISSING and _ordered(value, operator, bound)
 
 
@@ -153,26 +182,45 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
 
     Raises:
         TypeError: ``spec`` is not a dict, a key is not a string, or a value is not JSON.
-        ValueError: An operator other than those of :data:`OPERATORS`, an operator
-            mixed with plain keys, NaN or an infinite float, an integer beyond 64 bits,
-            or nesting deeper than the JSON documents the store keeps.
+        StoreRequestError: A top-level key starting with ``$``, an operator other than
+            those of :data:`OPERATORS`, an operator mixed with plain keys, more than
+            :data:`MAX_FILTER_KEYS` keys, or more than :data:`MAX_FILTER_BYTES` of JSON.
+        ValueError: NaN or an infinite float, an integer beyond 64 bits, or nesting
+            deeper than the JSON documents the store keeps.
     """
     if spec is None:
         return Filter((), (), True)
     if not isinstance(spec, Mapping):
         raise TypeError(f"a search filter is a dict, not {type(spec).__name__}")
     if len(spec) > MAX_FILTER_KEYS:
-        raise ValueError(
+        raise StoreRequestError(
             f"a search filter has {len(spec)} keys; the store takes at most "
-            f"{MAX_FILTER_KEYS} (SQLite refuses a query with about 1,000 conditions)"
+            f"{MAX_FILTER_KEYS} (SQLite refuses a query with about 1,000 conditions). "
+            "Filter on fewer keys and check the others in your code."
         )
     items: list[tuple[str, Any]] = []
     equalities: list[tuple[str, Any]] = []
     exact = True
+    size = 0
     for key, raw in spec.items():
         if not isinstance(key, str):
             raise TypeError(f"filter keys must be strings, got {type(key).__name__}")
+        if key.startswith("$"):
+            raise StoreRequestError(
+                f"a search filter's top-level keys are field names, and {key[:40]!r} "
+                "starts with '$': logical operators ($and, $or, $not) are not supported, "
+                "as in LangGraph's other stores. Give several keys (all must match), run "
+                "one search per alternative for an OR, and put comparison operators under "
+                f"a field: {{'field': {{'$gt': 1}}}} ({', '.join(sorted(OPERATORS))})."
+            )
         value = canonical_json(raw, depth=MAX_DEPTH - 1)
+        size += len(key) + len(json.dumps(value, ensure_ascii=False))
+        if size > MAX_FILTER_BYTES:
+            raise StoreRequestError(
+                f"a search filter of more than {MAX_FILTER_BYTES:,} characters of JSON; "
+                f"the store takes at most {MAX_FILTER_BYTES:,}. Filter on a short field "
+                "(an id or a digest of the long value) instead."
+            )
         _check_operators(key, value)
         items.append((key, value))
         scalar = _scalar_equality(value)
@@ -193,21 +241,30 @@ def _scalar_equality(value: Any) -> Any:
 
 
 def _check_operators(key: str, value: Any) -> None:
-    if not isinstance(value, dict):
-        return
-    ops = [k for k in value if k.startswith("$")]
-    if not ops:
-        for k, v in value.items():
-            _check_operators(k, v)
-        return
-    if len(ops) != len(value):
-        raise ValueError(
-            f"the filter on {key!r} mixes operators and plain keys ({sorted(value)}); "
-            "use either operators ($eq, $ne, $gt, ...) or a nested dict"
-        )
-    unknown = sorted(set(ops) - OPERATORS)
-    if unknown:
-        raise ValueError(
-            f"unsupported filter operator {unknown[0]!r} on {key!r}; the store supports "
-            f"{', '.join(sorted(OPERATORS))}"
-        )
+    """Refuse an unknown operator, or operators mixed with plain keys, anywhere the
+    predicate applies operators: the value, its nested dicts and its lists' elements
+    (an operator's bound is a plain JSON value, not looked into). Iterative: the depth
+    was checked, but a wide value must not cost a call per element either way."""
+    stack: list[tuple[str, Any]] = [(key, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, list):
+            stack.extend((where, element) for element in item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        ops = [k for k in item if k.startswith("$")]
+        if not ops:
+            stack.extend(item.items())
+            continue
+        if len(ops) != len(item):
+            raise StoreRequestError(
+                f"the filter on {where!r} mixes operators and plain keys ({sorted(item)}); "
+                "use either operators ($eq, $ne, $gt, ...) or a nested dict"
+            )
+        unknown = sorted(set(ops) - OPERATORS)
+        if unknown:
+            raise StoreRequestError(
+                f"unsupported filter operator {unknown[0][:40]!r} on {where!r}; the store "
+                f"supports {', '.join(sorted(OPERATORS))}"
+            )

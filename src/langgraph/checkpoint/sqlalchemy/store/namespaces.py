@@ -17,10 +17,13 @@ from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 from sqlalchemy import ColumnElement, and_
 
+from ..errors import StoreRequestError
 from .tables import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, SEPARATOR
 
 __all__ = [
+    "MAX_CONDITIONS",
     "bounds",
+    "check_conditions",
     "check_key",
     "decode",
     "encode",
@@ -30,6 +33,12 @@ __all__ = [
 ]
 
 _NEXT = chr(ord(SEPARATOR) + 1)
+
+#: Most match conditions of one ``list_namespaces`` (``ListNamespacesOp``): each is a
+#: range and a regular expression of the statement, and SQLite refuses a statement whose
+#: conditions nest about 1,000 deep ("Expression tree is too large", from about 500
+#: conditions); ``list_namespaces(prefix=..., suffix=...)`` gives two.
+MAX_CONDITIONS = 100
 
 
 def encode(namespace: Sequence[str], *, prefix: bool = False) -> str:
@@ -52,20 +61,21 @@ def encode(namespace: Sequence[str], *, prefix: bool = False) -> str:
             )
         if SEPARATOR in label:
             raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace}: labels cannot hold "
+                f"Invalid namespace label {label[:40]!r} in {namespace[:3]}: labels cannot hold "
                 "'\\x01', the separator of stored namespaces."
             )
         try:
             label.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r}: not valid Unicode (a lone surrogate)."
+                f"Invalid namespace label {label[:40]!r}: not valid Unicode (a lone surrogate)."
             ) from None
     text = SEPARATOR.join(namespace)
     if len(text) > NAMESPACE_MAX_LENGTH:
         what = "prefix" if prefix else "namespace"
         raise InvalidNamespaceError(
-            f"The {what} {tuple(namespace)[:3]}... is {len(text)} characters long joined; "
+            f"The {what} {tuple(label[:20] for label in namespace[:3])}... is {len(text)} "
+            "characters long joined; "
             f"the store keeps namespaces of at most {NAMESPACE_MAX_LENGTH}. Use shorter "
             "labels (an id rather than a text)."
         )
@@ -157,17 +167,55 @@ def match_pattern(condition: MatchCondition, end: str = "\\Z") -> str | None:
 
     Raises:
         ValueError: Not a ``"prefix"`` or ``"suffix"`` condition.
-        InvalidNamespaceError: A label of the path holds ``"\\x01"``.
+        InvalidNamespaceError: A label of the path holds ``"\\x01"``, or the shortest
+            namespace the condition matches is longer than
+            :data:`.tables.NAMESPACE_MAX_LENGTH` characters joined (none is stored).
     """
     if condition.match_type not in ("prefix", "suffix"):
         raise ValueError(f"match_type must be 'prefix' or 'suffix', not {condition.match_type!r}")
     path = tuple(condition.path)
     if not path:
         return None
+    # Before anything reads the labels: each costs its length here and in the database.
+    shortest = (
+        len(path)
+        - 1
+        + sum(len(label) if isinstance(label, str) and label != "*" else 1 for label in path)
+    )
+    if shortest > NAMESPACE_MAX_LENGTH:
+        raise InvalidNamespaceError(
+            f"The {condition.match_type} condition {tuple(str(x)[:20] for x in path[:3])}... "
+            f"matches namespaces of at least {shortest} characters joined; the store keeps "
+            f"namespaces of at most {NAMESPACE_MAX_LENGTH}, so none can match. Use the "
+            "labels the namespaces were stored with."
+        )
     for label in path:
         if not isinstance(label, str) or SEPARATOR in label:
-            raise InvalidNamespaceError(f"Invalid label {label!r} in match condition {path}")
+            raise InvalidNamespaceError(
+                f"Invalid label {str(label)[:40]!r} in match condition {path[:3]}"
+            )
     body = SEPARATOR.join(_ANY if label == "*" else _escaped(label) for label in path)
     if condition.match_type == "prefix":
         return "^" + body + "(" + SEPARATOR + "|" + end + ")"
     return "(^|" + SEPARATOR + ")" + body + end
+
+
+def check_conditions(conditions: Sequence[MatchCondition]) -> tuple[MatchCondition, ...]:
+    """The match conditions of a ``list_namespaces``, each checked (:func:`match_pattern`)
+    before any query.
+
+    Raises:
+        StoreRequestError: More than :data:`MAX_CONDITIONS`.
+        InvalidNamespaceError: A condition :func:`match_pattern` refuses.
+    """
+    conditions = tuple(conditions)
+    if len(conditions) > MAX_CONDITIONS:
+        raise StoreRequestError(
+            f"list_namespaces was given {len(conditions):,} match conditions; the store "
+            f"takes at most {MAX_CONDITIONS} in one ListNamespacesOp (each is a condition of "
+            "one SQL statement). Merge them, or list with fewer at a time and intersect the "
+            "results."
+        )
+    for condition in conditions:
+        match_pattern(condition)
+    return conditions

@@ -242,10 +242,16 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
         Raises:
             InvalidNamespaceError: A namespace breaks LangGraph's rules or the store's
-                (no ``"\\x01"``, at most 300 characters joined).
+                (no ``"\\x01"``, at most 300 characters joined), or a match condition
+                could only match a longer one.
             TypeError: A value or filter is not JSON, a key not a string.
-            ValueError: NaN, 64-bit overflow, an unknown filter operator, a negative
-                ``limit``/``offset``/``max_depth``, an embedding of the wrong size.
+            StoreRequestError: A request over one of the store's limits (docs/store.md,
+                "Limits"): a top-level ``$`` key or an unknown operator in a filter, a
+                filter over 100 keys or 1 MiB of JSON, over 100 match conditions, a value
+                over 64 MiB of JSON (on MySQL/MariaDB, over
+                ``max_allowed_packet``), a TTL out of range. Nothing is written.
+            ValueError: NaN, 64-bit overflow, a negative ``limit``/``offset``/
+                ``max_depth``, an embedding of the wrong size.
             CheckpointConnectionError: The database stayed unreachable.
         """
         prepared = self._prepare(ops)
@@ -492,7 +498,5 @@ def _ttl_minutes(ttl: object) -> float | None:
 def _list_plan(op: ListNamespacesOp) -> ListPlan:
     limit, offset = _count("limit", op.limit), _count("offset", op.offset)
     depth = None if op.max_depth is None else _count("max_depth", op.max_depth)
-    conditions = tuple(op.match_conditions or ())
-    for cond in conditions:
-        namespaces.match_pattern(cond)  # refuses a bad condition before any query
+    conditions = namespaces.check_conditions(op.match_conditions or ())
     return ListPlan(conditions, depth, limit, offset)
