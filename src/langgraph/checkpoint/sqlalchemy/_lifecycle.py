@@ -10,7 +10,9 @@ owner's ``close``/``aclose``.
 from __future__ import annotations
 
 import asyncio
+import dis
 import inspect
+from collections.abc import Awaitable, Generator
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -27,7 +29,7 @@ from ._loops import Runner
 from ._shared import SharedDoors
 from .dialects import QueryBuilder, query_builder
 
-__all__ = ["EngineOwner", "called_from_async_body", "wire"]
+__all__ = ["EngineOwner", "Ran", "awaited_at_once", "ran_in_loop", "wire"]
 
 
 def wire(
@@ -68,16 +70,17 @@ def wire(
 _ASYNC_BODY = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-def called_from_async_body() -> bool:
-    """Whether the caller of the function that calls this is the body of a coroutine
-    (or async generator) running on this thread's event loop: where ``setup()`` may be
-    written ``await saver.setup()``, the idiom of the official async savers.
+def awaited_at_once() -> bool:
+    """Whether the function that calls this was called as ``await obj.method()``: by a
+    coroutine running on this thread's event loop, whose next instruction awaits the
+    result (``GET_AWAITABLE``).
 
-    A sync function called from async code (a helper, a notebook cell without ``await``)
-    is not: it expects the work done when the call returns. Hand-written rather than a
-    library's: asyncio has no way to tell whether a call's result will be awaited, and a
-    code flag of the calling frame is the one sign that cannot be wrong about a sync
-    caller (a caller frame that cannot be seen counts as sync).
+    ``setup()`` then hands over to ``asetup()`` and keeps the loop free; called any other
+    way (a sync helper, a notebook cell, a result kept to await later) it must have done
+    its work when it returns, since sync methods work inside a running loop. Hand-written
+    rather than a library's: asyncio cannot tell whether a call's result will be awaited,
+    and the caller's bytecode is the one sign that cannot mistake a sync caller for an
+    awaiting one; when it cannot be read, the answer is False (the sync behaviour).
     """
     try:
         asyncio.get_running_loop()
@@ -85,7 +88,39 @@ def called_from_async_body() -> bool:
         return False
     frame = inspect.currentframe()
     caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
-    return caller is not None and bool(caller.f_code.co_flags & _ASYNC_BODY)
+    if caller is None or not caller.f_code.co_flags & _ASYNC_BODY:
+        return False
+    after = next(
+        (i for i in dis.get_instructions(caller.f_code) if i.offset > caller.f_lasti), None
+    )
+    return after is not None and after.opname == "GET_AWAITABLE"
+
+
+class Ran:
+    """What ``setup()`` returns when it has migrated inside a running event loop without
+    being awaited at once (``pending = saver.setup(); await pending``, ``gather``): its
+    work is done, and awaiting this does nothing more."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+    def __repr__(self) -> str:
+        return "<setup done>"
+
+
+_RAN = Ran()
+
+
+def ran_in_loop() -> Awaitable[None] | None:
+    """``setup()``'s result after migrating: None, or :class:`Ran` when an event loop is
+    running in this thread (the caller may await it later)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return _RAN
 
 
 class EngineOwner:

@@ -25,9 +25,9 @@ import copy
 import random
 from collections.abc import (
     AsyncIterator,
+    Awaitable,
     Callable,
     Collection,
-    Coroutine,
     Iterable,
     Iterator,
     Mapping,
@@ -55,7 +55,7 @@ from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
 from ._door import Access
 from ._engines import resolve_urls
-from ._lifecycle import EngineOwner, called_from_async_body, wire
+from ._lifecycle import EngineOwner, awaited_at_once, ran_in_loop, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 
@@ -343,7 +343,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Coroutine[Any, Any, None] | None:
+    def setup(self) -> Awaitable[None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
@@ -356,25 +356,24 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         once the database has been reached; a first connection that fails (a wrong host
         or port) raises at once.
 
-        Written directly in a coroutine (``await saver.setup()``, the idiom of the
-        official async savers), it returns :meth:`asetup`'s coroutine and does nothing
-        until awaited, so the event loop stays free. Called from sync code, a running
-        event loop or not (a notebook cell, a sync helper), it migrates before returning.
-        Not awaited in a coroutine, nothing is migrated and Python warns that
-        ``asetup`` was never awaited.
+        ``await saver.setup()`` (the idiom of the official async savers) runs
+        :meth:`asetup`, keeping the event loop free. Called any other way, from sync code
+        with or without a running loop (a notebook cell, a sync helper), it has migrated
+        when it returns.
 
         Returns:
-            None; in a coroutine's body, the coroutine of :meth:`asetup`.
+            None; inside a running event loop, an awaitable: :meth:`asetup`'s coroutine
+            when awaited at once, else one that does nothing more (the migration ran).
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        if called_from_async_body():
+        if awaited_at_once():
             return self.asetup()
         self._setup_here()
-        return None
+        return ran_in_loop()
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from .. import _shared
 from .._door import Access
 from .._engines import resolve_urls
-from .._lifecycle import EngineOwner, called_from_async_body, wire
+from .._lifecycle import EngineOwner, awaited_at_once, ran_in_loop, wire
 from .._retry import RETRY_TIMEOUT
 from ..errors import SchemaOutOfDateError, StoreRequestError
 from . import _items, _reads, namespaces
@@ -186,26 +186,24 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Coroutine[Any, Any, None] | None:
+    def setup(self) -> Awaitable[None] | None:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
-        the checkpoint tables and the store's). Idempotent, safe from several processes
-        at once (the migration lock), retried through transient failures once the
-        database has been reached (a first connection that fails raises at once).
+        the checkpoint tables and the store's); idempotent, safe from several processes
+        at once, retried through transient failures once the database has been reached.
 
         Returns:
-            None, having migrated; written in a coroutine (``await store.setup()``),
-            :meth:`asetup`'s coroutine, which does nothing until awaited.
+            None, having migrated; ``await store.setup()`` runs :meth:`asetup` (the
+            loop stays free); other calls in a running loop return a done awaitable.
 
         Raises:
-            SchemaOutOfDateError: The database was migrated by a newer version of this
-                package.
+            SchemaOutOfDateError: The database was migrated by a newer version.
             CheckpointConnectionError: The database stayed unreachable, or could not
                 be reached at its first connection.
         """
-        if called_from_async_body():
+        if awaited_at_once():
             return self.asetup()
         self._migrate()
-        return None
+        return ran_in_loop()
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
