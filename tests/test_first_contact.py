@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -200,13 +201,14 @@ async def test_a_libpq_connection_string_connects_sync_and_async(
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("foo=bar", "not a libpq keyword"),
+        ("foo=bar", 'invalid connection option "foo"'),
         ("x=1.db", "sqlite:///x=..."),
-        ("dbname=app user", "has no '='"),
-        ("dbname='app", "is not closed"),
+        ("dbname=app user", 'missing "=" after "user"'),
+        ("dbname='app", "unterminated quoted string"),
+        ("password=S3cretPw bogus=1", 'invalid connection option "bogus"'),
         ("port=abc dbname=x", "not a number"),
         ("my file = x.db", "looks like a connection string"),
-        ("Server=db;Database=app; User Id=u", "not a libpq keyword"),
+        ("Server=db;Database=app; User Id=u", 'invalid connection option "Server"'),
         ("localhost:5432/app", "host:port without a scheme"),
         ("db.example:3306", "host:port without a scheme"),
     ],
@@ -219,6 +221,16 @@ def test_strings_that_are_not_file_paths_are_refused(
         with pytest.raises(DatabaseURLError, match=says.replace("(", r"\(")) as e:
             OWNERS[kind](text)
         assert "S3cret" not in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_libpq_connection_string_without_psycopg_says_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg fails
+    with pytest.raises(DatabaseURLError, match=r"pip install 'psycopg\[binary\]'"):
+        SQLAlchemySaver.from_conn_string("host=127.0.0.1 dbname=app user=u")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,12 +1,8 @@
 """libpq connection strings (``"host=db dbname=app user=u"``), which
-``PostgresSaver.from_conn_string`` takes: read by libpq's rules and turned into the
-``postgresql+psycopg`` URL of the same connection, so that such a string never becomes
-a SQLite file of that name (:func:`._engines.resolve_urls`).
-
-libpq's rules: ``keyword = value`` pairs separated by whitespace (spaces around ``=``
-allowed); a value is either a run of non-blank characters or single-quoted (a quoted
-value may hold spaces); inside either, a backslash takes the next character as it is
-(``\\'``, ``\\\\``).
+``PostgresSaver.from_conn_string`` takes: read by libpq itself (psycopg's
+``conninfo_to_dict``) and turned into the ``postgresql+psycopg`` URL of the same
+connection, so that such a string never becomes a SQLite file of that name
+(:func:`._engines.resolve_urls`).
 """
 
 from __future__ import annotations
@@ -17,25 +13,10 @@ from sqlalchemy.engine import URL
 
 from .errors import DatabaseURLError
 
-__all__ = ["LIBPQ_KEYWORDS", "conninfo_url", "is_conninfo"]
-
-#: The keywords libpq takes in a connection string (PostgreSQL 17's list).
-LIBPQ_KEYWORDS = frozenset(
-    {
-        "host", "hostaddr", "port", "dbname", "user", "password", "passfile",
-        "require_auth", "channel_binding", "connect_timeout", "client_encoding", "options",
-        "application_name", "fallback_application_name", "keepalives", "keepalives_idle",
-        "keepalives_interval", "keepalives_count", "tcp_user_timeout", "replication",
-        "gssencmode", "sslmode", "requiressl", "sslnegotiation", "sslcompression", "sslcert",
-        "sslkey", "sslpassword", "sslcertmode", "sslrootcert", "sslcrl", "sslcrldir",
-        "sslsni", "requirepeer", "ssl_min_protocol_version", "ssl_max_protocol_version",
-        "krbsrvname", "gsslib", "gssdelegation", "service", "target_session_attrs",
-        "load_balance_hosts",
-    }
-)  # fmt: skip
+__all__ = ["conninfo_url", "is_conninfo"]
 
 #: ``keyword =`` at the start: what a connection string begins with.
-_STARTS_AS_CONNINFO = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
+_STARTS_AS_CONNINFO = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=")
 
 _HOW = (
     "a libpq connection string is keyword=value pairs separated by spaces "
@@ -49,50 +30,31 @@ def is_conninfo(text: str) -> bool:
     return _STARTS_AS_CONNINFO.match(text) is not None
 
 
-def _pairs(text: str) -> list[tuple[str, str]]:
-    """``text``'s ``(keyword, value)`` pairs, values unquoted by libpq's rules.
+def _pairs(text: str) -> dict[str, str]:
+    """``text``'s keywords and values, as libpq reads them.
 
     Raises:
-        DatabaseURLError: An unknown keyword, a keyword without ``=``, or a quote left
-            open.
+        DatabaseURLError: psycopg is not installed, or libpq refuses the text (an
+            unknown keyword, a keyword without ``=``, a quote left open).
     """
-    pairs: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while True:
-        while i < n and text[i].isspace():
-            i += 1
-        if i == n:
-            return pairs
-        start = i
-        while i < n and not text[i].isspace() and text[i] != "=":
-            i += 1
-        key = text[start:i]
-        if key not in LIBPQ_KEYWORDS:
-            raise DatabaseURLError(
-                f"{key!r} is not a libpq keyword (the text starts as a libpq connection "
-                f"string, {key}=...): {_HOW}. For a SQLite file whose name holds '=', "
-                f"write sqlite:///{key}=..."
-            )
-        while i < n and text[i].isspace():
-            i += 1
-        if i == n or text[i] != "=":
-            raise DatabaseURLError(f"{key!r} has no '=' after it: {_HOW}.")
-        i += 1
-        while i < n and text[i].isspace():
-            i += 1
-        value: list[str] = []
-        quoted = i < n and text[i] == "'"
-        i += quoted
-        while i < n and (text[i] != "'" if quoted else not text[i].isspace()):
-            if text[i] == "\\" and i + 1 < n:
-                i += 1
-            value.append(text[i])
-            i += 1
-        if quoted:
-            if i == n:
-                raise DatabaseURLError(f"the quoted value of {key!r} is not closed: {_HOW}.")
-            i += 1
-        pairs.append((key, "".join(value)))
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        raise DatabaseURLError(
+            "a libpq connection string (keyword=value ...) names a PostgreSQL database, "
+            "and psycopg, which reads it, is not installed: pip install 'psycopg[binary]' "
+            "(or give a postgresql:// URL)"
+        ) from None
+    try:
+        return {key: str(value) for key, value in conninfo_to_dict(text).items()}
+    except psycopg.Error as e:
+        first = _STARTS_AS_CONNINFO.match(text)
+        key = first["key"] if first else "name"
+        raise DatabaseURLError(
+            f"not a valid libpq connection string ({str(e).strip()}): {_HOW}. For a "
+            f"SQLite file whose name holds '=', write sqlite:///{key}=..."
+        ) from None
 
 
 def conninfo_url(text: str) -> URL:
@@ -102,13 +64,14 @@ def conninfo_url(text: str) -> URL:
     its query string, which psycopg hands to libpq as they are.
 
     Raises:
-        DatabaseURLError: Not a valid connection string: an unknown keyword (the
-            message says how to name a SQLite file whose name holds ``=``), a keyword
-            without ``=``, a quote left open, a port that is not a number.
+        DatabaseURLError: Not a valid connection string (libpq's reason: an unknown
+            keyword, a keyword without ``=``, a quote left open; the message says how to
+            name a SQLite file whose name holds ``=``), a port that is not a number, or
+            psycopg is not installed.
     """
     fields: dict[str, str] = {}
     query: dict[str, str] = {}
-    for key, value in _pairs(text):
+    for key, value in _pairs(text).items():
         if key in ("user", "password", "dbname"):
             fields[key] = value
         else:
