@@ -76,11 +76,19 @@ class Retry:
                 :class:`ValueTooLargeError`) when it is not transient.
         """
         if isinstance(error, DBAPIError):
+            if not self._reached:
+                # Never connected: whatever the driver says came from opening the first
+                # connection (no statement runs without one), whether or not the dialect
+                # counts it as a disconnect (a refused port, a wrong password, no such
+                # database): raised at once, typed (the dialect's own words for a cause it
+                # knows, such as a database that does not exist), naming host and port.
+                raise (
+                    self.qb.open_error(self._url, error)
+                    or self.qb.translate_error(error)
+                    or self._unreached(error)
+                ) from None
             kind = self.qb.transient(error)
             if kind is None:
-                unopened = None if self._reached else self.qb.open_error(self._url, error)
-                if unopened is not None:
-                    raise unopened from None
                 raise self.qb.translate_error(error) or error from error
         elif isinstance(error, CheckpointConnectionError):
             raise error
@@ -111,8 +119,9 @@ class Retry:
             f"cannot connect to the database at {shown_url(url)}"
             + (f" ({server})" if server else "")
             + f": {cause} It has never been reached by this saver or store, so this was "
-            "not retried: check that the server is running and that the host, port, user "
-            "and database of the URL are right. (Once connected, outages are retried for "
+            "not retried: check that the server is running, that the database exists "
+            "(create it first, e.g. CREATE DATABASE) and that the host, port, user and "
+            "password of the URL are right. (Once connected, outages are retried for "
             "retry_timeout seconds.)"
         )
 
