@@ -1,4 +1,4 @@
-"""Time ``list_threads(limit=20)`` and ``storage_stats()`` as a store grows (issue 16).
+"""Time ``list_threads(limit=20)`` and ``storage_stats()`` as a store grows.
 
     python -m benchmarks.list_threads_scale [--sizes 10000,200000] [--dialects sqlite,postgres]
 

@@ -1,7 +1,7 @@
 """``python -m benchmarks.percall``: microseconds per call of the hot-path operations, ours
 and the official saver's, side by side in this process, with an optional cProfile.
 
-This is the tool for working on the hot path (issue 13): it measures what one call costs
+This is the tool for working on the hot path: it measures what one call costs
 (not a workload's rate), interleaves the savers call by call in rounds, and reports the
 median round. ``--profile OP`` prints the top functions of ``OP`` for both savers, so
 the Python cost of one call can be compared function by function.

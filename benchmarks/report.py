@@ -41,7 +41,7 @@ SAME_SYNC = "{}, SqliteSaver at synchronous=NORMAL as ours"
 #: ``(metric, dialect) -> (op, threshold, on)``: ``on`` is "ratio" (ours / reference) or
 #: "value" (ours alone). Per-mode metrics apply to both sync and async.
 TARGETS: dict[tuple[str, str], tuple[str, float, str]] = {
-    # Issue 13: no hot-path row slower than the official twin, and these margins.
+    # The hot path: no row slower than the official twin, and these margins.
     ("put", "sqlite"): (">=", 1.5, "ratio"),
     ("put", "postgres"): (">=", 1.3, "ratio"),
     ("put_writes", "sqlite"): (">=", 1.2, "ratio"),

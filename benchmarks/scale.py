@@ -1,4 +1,4 @@
-"""``python -m benchmarks --scale``: the cost of each operation as a store grows (issue 16).
+"""``python -m benchmarks --scale``: the cost of each operation as a store grows.
 
 Per dialect and size (10,000, 100,000 and 1,000,000 checkpoints; MariaDB to 300,000), one
 store per saver (ours, and the official SqliteSaver / PostgresSaver beside it), loaded

@@ -1,4 +1,4 @@
-"""The long-term memory store beside the official stores (issue 17): ``python -m benchmarks
+"""The long-term memory store beside the official stores: ``python -m benchmarks
 --store`` runs only these workloads; the plain run (``--quick`` too) runs them after the
 checkpoint workloads (``--no-store`` skips them).
 

@@ -1,4 +1,4 @@
-"""The long-term memory store workloads (issue 17): the data, the fake embedding, how each
+"""The long-term memory store workloads: the data, the fake embedding, how each
 store is opened, and the timed bodies.
 
 Stores: ``ours`` is ``SQLAlchemyStore``; ``official`` is ``SqliteStore`` on SQLite (a

@@ -149,7 +149,7 @@ def door(saver: SQLAlchemySaver, mode: str) -> Door:
     return Door(saver, mode)
 
 
-# -- the long-term memory store (issue 17) ---------------------------------------------
+# -- the long-term memory store --------------------------------------------------------
 
 
 class StoreDoor:

@@ -1,6 +1,7 @@
 """The package's shape, checked: imports run one way, privates stay private, modules stay small.
 
-Issue 12's rules as a test, so that a later change cannot quietly undo them:
+The layering rules (docs/development.md) as a test, so that a later change cannot quietly
+undo them:
 
 - no import cycle among the package's modules (imports in function bodies count: a lazy
   import that dodges a cycle is still one; imports under ``if TYPE_CHECKING:`` do not run

@@ -1,4 +1,4 @@
-"""The command line never prints a traceback (issue 11, items 1 and 5).
+"""The command line never prints a traceback.
 
 Every command, against a missing SQLite file, a server that is down, a database that does
 not exist, tables behind or ahead of this package, a bad URL or a missing driver, prints

@@ -1,4 +1,4 @@
-"""No password in any output of the command line (issue 15), for every command.
+"""No password in any output of the command line, for every command.
 
 The commands are read from the CLI's own argparse parser (:func:`leaf_commands`), so a new
 command is run here without a change (an argument this file does not know fails the test

@@ -1,4 +1,4 @@
-"""What the command line imports before it does its work (issue 16): ``--help`` and a usage
+"""What the command line imports before it does its work: ``--help`` and a usage
 error need the standard library only; ``threads list`` and a saver that only reads and
 writes checkpoints never load Alembic (nor ``rich``, the progress bar of ``copy``);
 ``threads list`` needs no saver, so it loads neither LangGraph nor LangChain (nor

@@ -1,4 +1,4 @@
-"""The ``store`` commands of the command line (issue 17): ``store list-namespaces``,
+"""The ``store`` commands of the command line: ``store list-namespaces``,
 ``store stats``, ``store sweep``, run in-process through ``cli.main(argv)`` on a SQLite
 file, PostgreSQL and MariaDB; their errors (one line, documented exit codes); what
 ``store --help`` imports; and the LangGraph server's store factory

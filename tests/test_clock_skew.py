@@ -1,4 +1,4 @@
-"""Clock skew is loud (issue 14, item 5): LangGraph's latest checkpoint is the highest
+"""Clock skew is loud: LangGraph's latest checkpoint is the highest
 ``checkpoint_id``, made from the writing host's clock, so a child whose id sorts before
 its parent's would never be the latest. The put is refused with a typed error naming
 both ids, before anything is written; ids that carry no time order are left alone, and

@@ -1,4 +1,4 @@
-"""The saver on real replicated and pooled topologies (issue 14), started by the project's
+"""The saver on real replicated and pooled topologies, started by the project's
 own scripts (``.ci/clusters/up``, which ``.ci/run`` calls; see docs/deployments.md):
 
 - PgBouncer in transaction mode: 8 workers on one thread under ``lock_thread`` lose no

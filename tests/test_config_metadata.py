@@ -1,4 +1,4 @@
-"""``config_metadata``: keep ``config["metadata"]`` out of stored metadata (issue 15).
+"""``config_metadata``: keep ``config["metadata"]`` out of stored metadata.
 
 LangGraph's ``get_checkpoint_metadata`` copies every key of ``config["metadata"]`` and
 every scalar of ``config["configurable"]`` (a user's e-mail, an account id) into each

@@ -1,4 +1,4 @@
-"""Every statement of the hot path filters on ``thread_id`` (issue 14 item 7).
+"""Every statement of the hot path filters on ``thread_id``.
 
 ``thread_id`` leads every primary key, and every statement a graph step runs names it:
 on a distributed SQL database where ``thread_id`` is the distribution column (Citus,

@@ -380,7 +380,7 @@ async def test_reads_survive_a_forged_column(
     )
 
 
-# -- the findings of issue 15, as they were reported -------------------------------------
+# -- forged rows found by a hostile review, as they were reported -------------------------
 
 FINDINGS = {
     "value_versions-list": ("value_versions", "[1,2]"),
@@ -394,7 +394,7 @@ FINDINGS = {
 async def test_reported_forgeries_raise_decode_error_and_list_skips_them(
     door: Door, backend: str, caplog: pytest.LogCaptureFixture, finding: str
 ) -> None:
-    """Issue 15's rows: they made ``list(None)`` and ``get_tuple`` raise
+    """The reported rows: they made ``list(None)`` and ``get_tuple`` raise
     ``AttributeError``, ``DataError``, ``JSONDecodeError`` or ``RecursionError``."""
     column, text = FINDINGS[finding]
     thread = await make_thread(door)

@@ -1,4 +1,4 @@
-"""Hostile sizes of metadata and filters (issue 15): typed errors at documented limits.
+"""Hostile sizes of metadata and filters: typed errors at documented limits.
 
 Metadata nests dicts and lists at most ``MAX_DEPTH`` (31) levels, the metadata dict
 counting as one (MariaDB refuses 32); a filter ``{key: value}`` is held to the same rule,

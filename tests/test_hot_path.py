@@ -1,4 +1,4 @@
-"""The hot path's shortcuts (issue 13) keep what a commit and a read guarantee.
+"""The hot path's shortcuts keep what a commit and a read guarantee.
 
 - An unchanged channel value is serialised once, not at every put; a value that is a
   new object is serialised again whatever its version says.

@@ -1,4 +1,4 @@
-"""Indexed metadata filters (issue 16): the index changes which rows are read, never
+"""Indexed metadata filters: the index changes which rows are read, never
 which rows are listed.
 
 On every backend, sync and async: a filter on an indexed key lists exactly what the same

@@ -1,7 +1,7 @@
 """Plans that do not depend on luck: a per-thread listing is served by the primary key,
 read from the database's own ``EXPLAIN`` right after a bulk load, before any ``ANALYZE``.
 
-Issue 16 measured PostgreSQL with stale statistics walking ``ix_lgsa_checkpoints_
+PostgreSQL with stale statistics was measured walking ``ix_lgsa_checkpoints_
 checkpoint_id`` backwards across every thread (925 buffers against 5) for
 ``list(thread, limit=10)``. The listing of one thread and namespace is now ordered by
 the primary key's own columns, which a backward scan of the key serves whatever the

@@ -1,4 +1,4 @@
-"""New SQLite database files are readable by their owner only (issue 15).
+"""New SQLite database files are readable by their owner only.
 
 A checkpoint database holds conversations: the saver (sync and async, a path or a
 ``sqlite:///`` URL) and the command line create it 0600 whatever the umask, and so are

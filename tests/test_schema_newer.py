@@ -1,6 +1,6 @@
 """A database migrated by a newer version of the package: ``setup()``/``asetup()`` raise
 SchemaOutOfDateError saying the package must be upgraded (not Alembic's raw "Can't locate
-revision"), and the command line says the database is ahead (issue 11, item 6)."""
+revision"), and the command line says the database is ahead."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No secret in any output (issue 15): a password in the URL's password field or in a
+"""No secret in any output: a password in the URL's password field or in a
 query parameter (``?password=``, ``sslpassword``, ...) is shown as ``***`` in the
 saver's errors and in the CLI's output."""
 

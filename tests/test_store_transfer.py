@@ -1,4 +1,4 @@
-"""Moving in (issue 17): an official ``SqliteStore`` file and an official
+"""Moving in: an official ``SqliteStore`` file and an official
 ``PostgresStore`` database copied into our store on a SQLite file, PostgreSQL and
 MariaDB (:mod:`langgraph.checkpoint.sqlalchemy.store.transfer`, ``store copy``).
 

@@ -1,6 +1,6 @@
 """``list_threads`` through the checkpoint-id index, cursor paging, and estimated totals.
 
-Issue 16: listing the newest threads was a ``GROUP BY thread_id`` over the whole table.
+Listing the newest threads was a ``GROUP BY thread_id`` over the whole table.
 It now walks ``ix_lgsa_checkpoints_checkpoint_id`` backwards until it has the page's
 threads. These tests load a few hundred threads with interleaved activity, several
 namespaces, threads that tie on their newest id (copies) and a long (digest-keyed)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A project-owned PostgreSQL 15 pair for failover tests (issue 14): a primary on
+# A project-owned PostgreSQL 15 pair for failover tests: a primary on
 # 127.0.0.1:5433 and a hot standby on 127.0.0.1:5434 that is its *synchronous* standby
 # (application_name=standby1). Independent of the machine's own cluster on 5432.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A project-owned PgBouncer (Debian's 1.18) on 127.0.0.1:6432 in *transaction* pool mode,
-# in front of the machine's PostgreSQL on 127.0.0.1:5432 (issue 14). Trust auth, a small
+# in front of the machine's PostgreSQL on 127.0.0.1:5432. Trust auth, a small
 # pool (4 server connections per database/user) so that clients really share backends.
 #
 #   pgbouncer.sh install   apt-get install pgbouncer, leaving Debian's own service stopped
