@@ -2,8 +2,8 @@
 
 - ``await saver.setup()`` (the idiom of the async official savers) works and keeps the
   event loop free, as does ``setup()`` called from a sync helper inside a running loop;
-  ``setup()`` outside a loop returns None; not awaited at once in a coroutine, it has
-  migrated when it returns. The same for the store.
+  ``setup()`` outside a loop has migrated when it returns (a done coroutine); not
+  awaited at once in a coroutine, the same. The same for the store.
 - A libpq connection string (``"host=... dbname=... user=..."``) is PostgreSQL, never a
   SQLite file of that name; other strings that are not file paths are refused.
 - A database never reached fails at once, naming its host and port (password masked);
@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -70,13 +72,20 @@ async def _aprobe(owner: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", OWNERS)
-def test_setup_outside_a_loop_returns_none(
+def test_setup_outside_a_loop_returns_a_done_coroutine(
     kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    """``setup()`` has migrated when it returns; what it returns is a coroutine already
+    done, so ``asyncio.run(saver.setup())`` works too and nothing warns if it is dropped."""
     args = new_saver_args(backend, request, tmp_path)
-    with OWNERS[kind](args.pop("conn_string"), **args) as owner:
-        assert owner.setup() is None
+    with OWNERS[kind](args.pop("conn_string"), **args) as owner, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        done = owner.setup()
         _probe(owner)
+        assert asyncio.run(done) is None  # type: ignore[arg-type]
+        asyncio.run(owner.setup())  # type: ignore[arg-type]
+        del done
+        gc.collect()
 
 
 @pytest.mark.parametrize("kind", OWNERS)
@@ -130,6 +139,7 @@ async def test_setup_in_a_coroutine_not_awaited_at_once_migrates_before_returnin
         _probe(owner)
         await pending  # does nothing more
         await asyncio.gather(owner.setup())
+        await asyncio.create_task(owner.setup())  # type: ignore[arg-type]
         await _aprobe(owner)
 
 
@@ -439,6 +449,32 @@ def test_an_unencoded_at_in_the_password_is_refused_masked(url: str) -> None:
         message = str(e.value)
         assert "ss@" not in message and "p@" not in message and "u:" not in message
         assert "***@127.0.0.1" in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://postgres:MyS3cret@Pass:Word9@127.0.0.1:5432/x",  # port read as 'Word9@..'
+        "postgresql://postgres:S3cret@Pw@[::1]:5432/x",
+        "host=127.0.0.1 dbname=x user=postgres password=Tr0ub4dor &3xtraSecret",
+        "host=127.0.0.1 password=a b=SecretTail",
+    ],
+)
+def test_no_piece_of_a_password_reaches_a_url_error(text: str) -> None:
+    """Neither SQLAlchemy's port parser nor libpq's parser may quote a piece of a password
+    written without encoding or quotes."""
+    for kind in OWNERS:
+        with pytest.raises(DatabaseURLError) as e:
+            OWNERS[kind](text)
+        message = str(e.value)
+        for piece in ("Word9", "S3cret", "Secret", "3xtra", "Pass", "Pw"):
+            assert piece not in message, message
+
+
+def test_a_libpq_value_holding_a_url_is_still_libpq() -> None:
+    urls = resolve_urls("host=127.0.0.1 dbname=x user=u options='-c search_path=a://b'")
+    assert urls.sync.drivername == "postgresql+psycopg"
+    assert urls.sync.query["options"] == "-c search_path=a://b"
 
 
 @pytest.mark.parametrize("url", AT_IN_PASSWORD)

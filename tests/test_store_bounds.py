@@ -99,6 +99,20 @@ async def test_namespace_condition_count(store_door: StoreDoor) -> None:
     assert await door.batch([ListNamespacesOp(at_cap)]) == [[("a", "b")]]
 
 
+async def test_a_key_holding_nul_is_refused_on_every_backend(store_door: StoreDoor) -> None:
+    """PostgreSQL's text columns refuse NUL (a raw DataError) where SQLite and MariaDB
+    stored it: one answer everywhere, a ValueError before anything is written."""
+    door = store_door
+    await door.put(("a", "b"), "k", {"v": 1})
+    for call in (
+        lambda d: d.put(("a", "b"), "k\x00", {"v": 2}),
+        lambda d: d.get(("a", "b"), "k\x00"),
+        lambda d: d.batch([PutOp(("a", "b"), "k", {"v": 3}), PutOp(("a", "b"), "x\x00", {})]),
+    ):
+        await _refused(door, ValueError, "NUL", call)
+    await _unchanged(door)
+
+
 # -- search filters --------------------------------------------------------------------
 
 

@@ -51,9 +51,12 @@ def _pairs(text: str) -> dict[str, str]:
     except psycopg.Error as e:
         first = _STARTS_AS_CONNINFO.match(text)
         key = first["key"] if first else "name"
+        # libpq quotes the text it stumbled on, which may be a piece of a password
+        # written with spaces and no quotes: its words are shown only without one.
+        why = f" ({str(e).strip()})" if "password" not in text.lower() else ""
         raise DatabaseURLError(
-            f"not a valid libpq connection string ({str(e).strip()}): {_HOW}. For a "
-            f"SQLite file whose name holds '=', write sqlite:///{key}=..."
+            f"not a valid libpq connection string{why}: {_HOW}. For a SQLite file whose "
+            f"name holds '=', write sqlite:///{key}=..."
         ) from None
 
 

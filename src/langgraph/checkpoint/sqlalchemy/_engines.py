@@ -130,7 +130,7 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             return _memory_urls()
         if not text:
             raise DatabaseURLError(f"empty database URL; {SQLITE_URL_FORMS}")
-        if "://" not in text and is_conninfo(text):
+        if is_conninfo(text):  # a URL never starts with "keyword=" (a value may hold ://)
             url = conninfo_url(text)  # libpq's "host=db dbname=app": PostgreSQL
         elif "://" not in text:
             path = check_file(os.path.abspath(os.path.expanduser(_bare_path(text))))
@@ -142,6 +142,16 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
             except ArgumentError as e:
                 raise DatabaseURLError(
                     f"cannot parse the database URL: {e}; {SQLITE_URL_FORMS}"
+                ) from None
+            except ValueError:
+                # SQLAlchemy read a port that is not a number; its words would show the
+                # text after the first '@', a part of an unencoded password.
+                scheme = text.split("://", 1)[0]
+                raise DatabaseURLError(
+                    f"cannot parse the database URL {scheme}://***: its port is not a "
+                    "number. If the user name or password holds '@', ':' or '/', URL-encode "
+                    "it (urllib.parse.quote(password, safe=''), '@' as %40), or build the URL "
+                    "with sqlalchemy.URL.create(..., password=password)."
                 ) from None
     else:
         url = url_or_path

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dis
 import inspect
-from collections.abc import Awaitable, Generator
+from collections.abc import Coroutine, Generator
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -29,7 +29,7 @@ from ._loops import Runner
 from ._shared import SharedDoors
 from .dialects import QueryBuilder, query_builder
 
-__all__ = ["EngineOwner", "Ran", "awaited_at_once", "ran_in_loop", "wire"]
+__all__ = ["RAN", "EngineOwner", "Ran", "awaited_at_once", "wire"]
 
 
 def wire(
@@ -96,12 +96,23 @@ def awaited_at_once() -> bool:
     return after is not None and after.opname == "GET_AWAITABLE"
 
 
-class Ran:
-    """What ``setup()`` returns when it has migrated inside a running event loop without
-    being awaited at once (``pending = saver.setup(); await pending``, ``gather``): its
-    work is done, and awaiting this does nothing more."""
+class Ran(Coroutine[Any, Any, None]):
+    """What ``setup()`` returns when it has migrated (every call but ``await
+    saver.setup()``): a coroutine that is already done, so that whatever takes a coroutine
+    takes it (``asyncio.run``, ``create_task``, ``gather``, a later ``await``) and does
+    nothing more. Not awaiting it is harmless: it is no real coroutine, and Python does
+    not warn about it."""
 
     __slots__ = ()
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise typ if val is None else val
+
+    def close(self) -> None:
+        return None
 
     def __await__(self) -> Generator[Any, None, None]:
         yield from ()
@@ -110,17 +121,8 @@ class Ran:
         return "<setup done>"
 
 
-_RAN = Ran()
-
-
-def ran_in_loop() -> Awaitable[None] | None:
-    """``setup()``'s result after migrating: None, or :class:`Ran` when an event loop is
-    running in this thread (the caller may await it later)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    return _RAN
+#: The one done :class:`Ran`, returned by every ``setup()`` that has migrated.
+RAN = Ran()
 
 
 class EngineOwner:

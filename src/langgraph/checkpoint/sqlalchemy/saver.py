@@ -55,7 +55,7 @@ from . import _codec, _metaindex, _ops, _plans, _shared, _strict
 from ._codec import PendingWrite
 from ._door import Access
 from ._engines import resolve_urls
-from ._lifecycle import EngineOwner, awaited_at_once, ran_in_loop, wire
+from ._lifecycle import RAN, EngineOwner, awaited_at_once, wire
 from ._operator import OperatorMethods
 from ._retry import RETRY_TIMEOUT
 
@@ -343,7 +343,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Awaitable[None] | None:
+    def setup(self) -> Awaitable[None]:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``).
 
         Idempotent and safe to run from several processes at once (the migration lock of
@@ -362,8 +362,9 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         when it returns.
 
         Returns:
-            None; inside a running event loop, an awaitable: :meth:`asetup`'s coroutine
-            when awaited at once, else one that does nothing more (the migration ran).
+            An awaitable: :meth:`asetup`'s coroutine for ``await saver.setup()``, else
+            a coroutine that is already done (the migration ran), which ``asyncio.run``,
+            ``create_task`` or a later ``await`` take and which need not be awaited.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
@@ -373,7 +374,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         if awaited_at_once():
             return self.asetup()
         self._setup_here()
-        return ran_in_loop()
+        return RAN
 
     async def asetup(self) -> None:
         """Async :meth:`setup`: the same migration on the sync engine, in a worker thread

@@ -89,11 +89,11 @@ def decode(text: str) -> tuple[str, ...]:
 
 def check_key(key: object) -> str:
     """An item key checked: a string of 1 to :data:`.tables.KEY_MAX_LENGTH` characters,
-    valid Unicode.
+    valid Unicode, without NUL.
 
     Raises:
         TypeError: Not a string.
-        ValueError: Empty, too long or not valid Unicode.
+        ValueError: Empty, too long, not valid Unicode, or holding NUL.
     """
     if not isinstance(key, str):
         raise TypeError(f"item keys must be strings, got {type(key).__name__}")
@@ -108,6 +108,12 @@ def check_key(key: object) -> str:
         key.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"the key {key[:40]!r} is not valid Unicode") from None
+    if "\x00" in key:
+        raise ValueError(
+            f"the key {key[:40]!r} holds a NUL character (\\x00), which PostgreSQL's text "
+            "columns refuse: keys are the same on every database, so it is refused "
+            "everywhere. Remove it or encode the key."
+        )
     return key
 
 

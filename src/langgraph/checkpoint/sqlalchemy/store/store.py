@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from .. import _shared
 from .._door import Access
 from .._engines import resolve_urls
-from .._lifecycle import EngineOwner, awaited_at_once, ran_in_loop, wire
+from .._lifecycle import RAN, EngineOwner, awaited_at_once, wire
 from .._retry import RETRY_TIMEOUT
 from ..errors import SchemaOutOfDateError, StoreRequestError
 from . import _items, _reads, namespaces
@@ -186,14 +186,14 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def setup(self) -> Awaitable[None] | None:
+    def setup(self) -> Awaitable[None]:
         """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
         the checkpoint tables and the store's); idempotent, safe from several processes
         at once, retried through transient failures once the database has been reached.
 
         Returns:
-            None, having migrated; ``await store.setup()`` runs :meth:`asetup` (the
-            loop stays free); other calls in a running loop return a done awaitable.
+            A done coroutine, having migrated (it need not be awaited); for ``await
+            store.setup()``, :meth:`asetup`'s coroutine (the loop stays free).
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version.
@@ -203,7 +203,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if awaited_at_once():
             return self.asetup()
         self._migrate()
-        return ran_in_loop()
+        return RAN
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
