@@ -16,6 +16,8 @@ import operator
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,13 +149,20 @@ def fail_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
     def start(state: State) -> dict[str, Any]:
         return {"log": ["start"]}
 
+    ok_ran = threading.Event()
+
     def ok(state: State) -> dict[str, Any]:
         calls.hit("ok")
+        ok_ran.set()
         return {"log": ["ok"]}
 
     def boom(state: State) -> dict[str, Any]:
         calls.hit("boom")
         if calls.fail:
+            # The sibling's writes are stored only if it finished first: under load the
+            # two tasks raced and the failure could come before them.
+            ok_ran.wait(10)
+            time.sleep(0.3)  # its writes are committed right after it returns
             raise RuntimeError("boom")
         return {"log": ["boom fixed"]}
 
