@@ -198,7 +198,7 @@ class SyncRunner:
 
     def retry(self) -> Retry:
         """A new :class:`~._retry.Retry` for one call (its clock starts now)."""
-        return Retry(self.qb, self.retry_timeout, self.sync.engine.url, reached=self.reached())
+        return Retry(self.qb, self.retry_timeout, self.sync.engine.url, reached=self.reached)
 
     def reached(self) -> bool:
         """Whether the engine has connected to the database once (its dialect was

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
@@ -22,6 +23,10 @@ __all__ = ["RETRY_TIMEOUT", "Retry"]
 RETRY_TIMEOUT = 15.0
 #: Longest pause between two attempts, in seconds.
 _MAX_PAUSE = 1.0
+
+
+def _YES() -> bool:
+    return True
 
 
 class Retry:
@@ -49,12 +54,16 @@ class Retry:
         qb: The dialect's query builder.
         timeout: Seconds to keep retrying.
         url: The database's URL, named in the errors (password hidden).
-        reached: Whether the engines have connected to the database before.
+        reached: Whether the engines have connected to the database before: asked
+            only when an attempt fails (no cost on a call that succeeds, and the answer
+            of that moment: a call whose first connection succeeded is retried).
     """
 
     __slots__ = ("_attempt", "_reached", "_started", "_timeout", "_url", "qb")
 
-    def __init__(self, qb: QueryBuilder, timeout: float, url: Any, *, reached: bool = True) -> None:
+    def __init__(
+        self, qb: QueryBuilder, timeout: float, url: Any, *, reached: Callable[[], bool] = _YES
+    ) -> None:
         self.qb = qb
         self._timeout = timeout
         self._url = url
@@ -76,7 +85,7 @@ class Retry:
                 :class:`ValueTooLargeError`) when it is not transient.
         """
         if isinstance(error, DBAPIError):
-            if not self._reached:
+            if not self._reached():
                 # Never connected: whatever the driver says came from opening the first
                 # connection (no statement runs without one), whether or not the dialect
                 # counts it as a disconnect (a refused port, a wrong password, no such
@@ -94,7 +103,7 @@ class Retry:
             raise error
         else:
             kind = "connection"  # the driver's own (asyncpg raises OSError at connect)
-        if kind == "connection" and not self._reached:
+        if kind == "connection" and not self._reached():
             raise self._unreached(error) from None
         attempt, self._attempt = self._attempt, self._attempt + 1
         if attempt == 0 and kind == "connection":
