@@ -16,7 +16,11 @@ from alembic import context
 from sqlalchemy import Connection, MetaData, Table, create_engine, inspect
 from sqlalchemy.pool import NullPool
 
-from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_urls, url_from_env
+from langgraph.checkpoint.sqlalchemy._engine.engines import (
+    configure_engine,
+    resolve_urls,
+    url_from_env,
+)
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, query_builder
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE, metadata
 

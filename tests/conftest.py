@@ -27,7 +27,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from .doors import Door, twins

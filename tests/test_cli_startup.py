@@ -34,9 +34,9 @@ SAVER_ONLY = (
     "langchain_core",
     "langgraph.checkpoint.base",
     "langgraph.checkpoint.serde",
-    "langgraph.checkpoint.sqlalchemy._codec",
-    "langgraph.checkpoint.sqlalchemy._loops",
-    "langgraph.checkpoint.sqlalchemy._plans",
+    "langgraph.checkpoint.sqlalchemy._codec.rows",
+    "langgraph.checkpoint.sqlalchemy._engine.runner",
+    "langgraph.checkpoint.sqlalchemy._plans.methods",
     "sqlalchemy.ext.asyncio",
     "sqlalchemy.orm",
 )
@@ -143,5 +143,5 @@ def test_threads_list_on_sqlite_loads_no_langgraph(args: tuple[str, ...], tmp_pa
     assert out.strip(), "threads list printed nothing"
     if not args:
         assert out.split()[:1] == ["THREAD"] and "\nt " in out and "\nu " in out
-    assert "langgraph.checkpoint.sqlalchemy._browse" in modules  # it did list
+    assert "langgraph.checkpoint.sqlalchemy._ops.browse" in modules  # it did list
     assert loaded(modules, SAVER_ONLY + SAVER + MIGRATIONS + PROGRESS) == []

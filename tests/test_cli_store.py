@@ -187,7 +187,7 @@ def test_store_help_imports_no_database_library() -> None:
     for argv in (["--help"], ["store", "--help"], ["store", "copy", "--help"]):
         modules, out = imported("-m", "langgraph.checkpoint.sqlalchemy", *argv)
         assert loaded(modules, DATABASE + LANGGRAPH + MIGRATIONS + PROGRESS + SAVER) == []
-        assert "langgraph.checkpoint.sqlalchemy.store" not in modules
+        assert "langgraph.store.sqlalchemy" not in modules
         if argv == ["store", "--help"]:
             for action in ("list-namespaces", "stats", "sweep", "copy"):
                 assert action in out

@@ -42,7 +42,9 @@ from sqlalchemy import Engine, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _inline, _ops
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
 from .provision import BACKENDS, new_saver_args

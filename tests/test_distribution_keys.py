@@ -51,7 +51,11 @@ from sqlalchemy.sql.elements import (
 )
 from sqlalchemy.sql.selectable import Alias, FromClause, Join, Select
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _codec, _history, _ops, _plans
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import history as _history
+from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, metadata_index, writes
 

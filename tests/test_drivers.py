@@ -28,7 +28,7 @@ from langgraph.checkpoint.sqlalchemy import (
     SQLAlchemySaver,
     UnsupportedDriverError,
 )
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 
 from .doors import Door
 from .provision import BACKENDS, new_saver_args

@@ -36,7 +36,7 @@ from langgraph.checkpoint.sqlalchemy import (
     SQLAlchemySaver,
     cli,
 )
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from .provision import BACKENDS, new_saver_args

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import CheckpointMetadataError
-from langgraph.checkpoint.sqlalchemy._canonical import MAX_DEPTH, MAX_FILTER_KEYS
+from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, MAX_FILTER_KEYS
 
 from .doors import Door
 

@@ -20,7 +20,8 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import event
 
-from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, _driver
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
 
 from .checkpoints import next_checkpoint
 from .doors import Door

@@ -23,8 +23,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
-from langgraph.checkpoint.sqlalchemy._loops import _copy_engine
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.runner import _copy_engine
 
 from .provision import new_saver_args
 

@@ -43,7 +43,7 @@ from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy import DowngradeRefusedError, SQLAlchemySaver, cli, migrate
 from langgraph.checkpoint.sqlalchemy import schema as lgsa_schema
-from langgraph.checkpoint.sqlalchemy._engines import configure_engine, resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import configure_engine, resolve_urls
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, query_builder
 from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 

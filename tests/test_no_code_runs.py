@@ -233,7 +233,7 @@ def stored_values(saver: SQLAlchemySaver) -> set[tuple[Any, ...]]:
     """Every stored value as ``(thread, checkpoint, channel, type, bytes)`` (inline or in
     the blobs table: where a value lives is the saver's choice) and every write as
     ``("write", thread, checkpoint, task, idx, channel, type, bytes)``."""
-    from langgraph.checkpoint.sqlalchemy import _inline
+    from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 
     found: set[tuple[Any, ...]] = set()
     with raw(saver) as conn:

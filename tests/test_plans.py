@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, insert
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._browse import walk_select
-from langgraph.checkpoint.sqlalchemy._listing import _page_select
+from langgraph.checkpoint.sqlalchemy._ops.browse import walk_select
+from langgraph.checkpoint.sqlalchemy._ops.listing import _page_select
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 
 from .test_forged import raw

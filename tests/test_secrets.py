@@ -8,7 +8,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import CheckpointConnectionError, SQLAlchemySaver, cli
-from langgraph.checkpoint.sqlalchemy._display import masked_text, shown_url
+from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
 
 from .provision import BACKENDS
 

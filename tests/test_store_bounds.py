@@ -24,9 +24,9 @@ from langgraph.store.base import (
 )
 
 from langgraph.checkpoint.sqlalchemy import StoreRequestError
-from langgraph.checkpoint.sqlalchemy.store import _reads, _sizes, namespaces
-from langgraph.checkpoint.sqlalchemy.store.filters import MAX_FILTER_BYTES, MAX_FILTER_KEYS
-from langgraph.checkpoint.sqlalchemy.store.tables import NAMESPACE_MAX_LENGTH
+from langgraph.store.sqlalchemy import _reads, _sizes, namespaces
+from langgraph.store.sqlalchemy.filters import MAX_FILTER_BYTES, MAX_FILTER_KEYS
+from langgraph.store.sqlalchemy.tables import NAMESPACE_MAX_LENGTH
 
 from .conftest import StoreDoor
 

@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.sqlalchemy import cli
-from langgraph.checkpoint.sqlalchemy.store import transfer
-from langgraph.store.sqlalchemy import SQLAlchemyStore, StoredItem
+from langgraph.store.sqlalchemy import SQLAlchemyStore, StoredItem, transfer
 
 from .provision import BACKENDS, fresh_database
 from .test_store_transfer import official_postgres
@@ -215,7 +214,7 @@ def test_load_items_refuses_a_ttl_above_the_cap(tmp_path: Path) -> None:
 def test_out_of_range_times_are_refused_as_data() -> None:
     """Time columns are read as data: out-of-range and infinite times are a row's
     ValueError, never an OverflowError."""
-    from langgraph.checkpoint.sqlalchemy.store.official import _epoch_time, _time
+    from langgraph.store.sqlalchemy.official import _epoch_time, _time
 
     for raw in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:30:00-01:00"):
         with pytest.raises(ValueError, match="out of range"):

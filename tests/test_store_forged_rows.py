@@ -12,9 +12,8 @@ import pytest
 from sqlalchemy import update
 
 from langgraph.checkpoint.sqlalchemy import StoreDecodeError, StoreRequestError
-from langgraph.checkpoint.sqlalchemy.store import namespaces
-from langgraph.checkpoint.sqlalchemy.store.tables import items
-from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy import SQLAlchemyStore, namespaces
+from langgraph.store.sqlalchemy.tables import items
 
 NS = ("forged",)
 

@@ -17,7 +17,7 @@ import pytest
 from langgraph.store.base import PutOp
 from sqlalchemy.exc import DBAPIError
 
-from langgraph.checkpoint.sqlalchemy import _retry
+from langgraph.checkpoint.sqlalchemy._engine import retry as _retry
 
 NS = ("race",)
 ROUNDS = 40

@@ -14,8 +14,8 @@ import pytest
 from langgraph.store.base import PutOp
 from sqlalchemy import literal, select
 
-from langgraph.checkpoint.sqlalchemy import _driver
-from langgraph.checkpoint.sqlalchemy.store import _reads, _scan
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.store.sqlalchemy import _reads, _scan
 
 from .conftest import Clock, HashEmbeddings, StoreDoor
 

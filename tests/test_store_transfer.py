@@ -1,6 +1,6 @@
 """Moving in: an official ``SqliteStore`` file and an official
 ``PostgresStore`` database copied into our store on a SQLite file, PostgreSQL and
-MariaDB (:mod:`langgraph.checkpoint.sqlalchemy.store.transfer`, ``store copy``).
+MariaDB (:mod:`langgraph.store.sqlalchemy.transfer`, ``store copy``).
 
 The sources are written by the official packages themselves. ``SqliteStore.setup()``
 with an index config loads the ``sqlite-vec`` extension, which this Python's ``sqlite3``
@@ -33,9 +33,8 @@ from sqlalchemy.engine import make_url
 
 from langgraph.checkpoint.sqlalchemy import cli
 from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
-from langgraph.checkpoint.sqlalchemy.store import transfer
-from langgraph.checkpoint.sqlalchemy.store.tables import items as our_items
-from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy import SQLAlchemyStore, transfer
+from langgraph.store.sqlalchemy.tables import items as our_items
 
 from .provision import BACKENDS, fresh_database
 
@@ -484,7 +483,7 @@ def test_a_rerun_with_an_index_embeds_what_a_copy_without_one_left_out(
     ],
 )
 def test_source_vectors_are_read_as_data(raw: Any, vector: list[float] | None) -> None:
-    from langgraph.checkpoint.sqlalchemy.store.official import _vector
+    from langgraph.store.sqlalchemy.official import _vector
 
     assert _vector(raw) == vector
 

@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import CheckpointDecodeError, SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._inline import INLINE_VALUE_LIMIT
+from langgraph.checkpoint.sqlalchemy._codec.inline import INLINE_VALUE_LIMIT
 
 from .doors import Door
 

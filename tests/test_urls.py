@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from langgraph.checkpoint.sqlalchemy import DatabaseURLError, SchemaOutOfDateError, SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 
 from .provision import fresh_database
 

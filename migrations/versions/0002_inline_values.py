@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
-from langgraph.checkpoint.sqlalchemy import _inline
+from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy.schema import BINARY
 
 revision: str = "0002_inline_values"

@@ -5,7 +5,7 @@
 ``GET_LOCK``). Such a lock is one server's: two Galera nodes both grant it; a transaction
 pooler hands the session, lock included, to another client; a promotion forgets it.
 A row per held lock (a lease with an expiry on the server's clock) is replicated and
-certified like any other write. See :mod:`langgraph.checkpoint.sqlalchemy._locks`.
+certified like any other write. See :mod:`langgraph.checkpoint.sqlalchemy._ops.locks`.
 
 The MySQL/MariaDB migration lock creates the table itself (``CREATE TABLE IF NOT
 EXISTS``) before any migration runs, so this revision finds it there and leaves it.

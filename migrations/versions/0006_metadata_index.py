@@ -5,7 +5,7 @@
 - PostgreSQL: a GIN index (``jsonb_path_ops``) on ``lgsa_checkpoints.metadata``, used
   through containment for every key.
 - SQLite and MySQL/MariaDB: ``lgsa_metadata_index``, one row a checkpoint and indexed
-  key, written by ``put`` (see :mod:`langgraph.checkpoint.sqlalchemy._metaindex`), and
+  key, written by ``put`` (see :mod:`langgraph.checkpoint.sqlalchemy._ops.metaindex`), and
   ``lgsa_metadata_keys``, the keys whose rows are complete. This revision indexes the
   stored checkpoints for the default keys (``thread_id``, ``user_id``,
   ``assistant_id``, ``graph_id``) and lists them: O(N), batches of 2,000 checkpoints.
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
-from langgraph.checkpoint.sqlalchemy import _metaindex
+from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import (
     ID_MAX_LENGTH,

@@ -3,7 +3,7 @@
 ``SQLAlchemyStore`` (``langgraph.store.sqlalchemy``) keeps its items and their embeddings
 here, in the database and Alembic history of the checkpoint tables: one ``setup()`` (or
 ``alembic upgrade head``) creates both. See
-:mod:`langgraph.checkpoint.sqlalchemy.store.tables`.
+:mod:`langgraph.store.sqlalchemy.tables`.
 
 Revision ID: 0009_store
 Revises: 0008_step_source_in_id_index
@@ -19,7 +19,7 @@ from alembic import op
 
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import BINARY, JSON_DOCUMENT, MYSQL_TABLE_OPTIONS
-from langgraph.checkpoint.sqlalchemy.store.tables import (
+from langgraph.store.sqlalchemy.tables import (
     FIELD_MAX_LENGTH,
     KEY_MAX_LENGTH,
     NAMESPACE_MAX_LENGTH,

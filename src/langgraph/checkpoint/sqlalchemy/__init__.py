@@ -19,12 +19,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import errors
-from .errors import *  # noqa: F403  (every typed error: errors.__all__)
+from langgraph.checkpoint.sqlalchemy import errors
+from langgraph.checkpoint.sqlalchemy.errors import *  # noqa: F403  (every typed error: errors.__all__)
 
 if TYPE_CHECKING:
-    from ._maintenance import ThreadInfo
-    from .saver import SQLAlchemySaver
+    from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+    from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
 __all__ = ["SQLAlchemySaver", "ThreadInfo"]
 __all__ += errors.__all__

@@ -2,8 +2,8 @@
 per-thread lock, and browsing threads and storage.
 
 A mixin of :class:`.SQLAlchemySaver`, kept apart so that ``saver.py`` holds the LangGraph
-contract and its lifecycle; each method is one plan of :mod:`._plans` (or a lock of
-:mod:`._locks`) driven through the saver's sync or async door, as the contract's are.
+contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (or a lock of
+:mod:`._ops.locks`) driven through the saver's sync or async door, as the contract's are.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from . import _ids, _locks
-from ._maintenance import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
+from langgraph.checkpoint.sqlalchemy._ops import locks as _locks
+from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
+    from langgraph.checkpoint.sqlalchemy._plans.methods import Plans
     from sqlalchemy import Engine
-
-    from ._loops import Runner
-    from ._plans import Plans
 
 __all__ = ["OperatorMethods"]
 
@@ -116,7 +116,7 @@ class OperatorMethods:
         """Hold a cross-process lock on a thread for the block: wrap a run in it so that
         runs on one thread happen one after the other, on every process.
 
-        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._locks`): it
+        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._ops.locks`): it
         holds across Galera nodes, behind PgBouncer and through a promotion; a dead
         holder's lease ends within 30 s. SQLite: a lock database beside the file. No
         connection is held while the block runs.

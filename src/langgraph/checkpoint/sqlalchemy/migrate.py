@@ -21,12 +21,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
+from langgraph.checkpoint.sqlalchemy.errors import DowngradeRefusedError, SchemaOutOfDateError
+from langgraph.checkpoint.sqlalchemy.schema import HEAD_REVISION, VERSION_TABLE
 from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
-
-from ._display import shown_url
-from .errors import DowngradeRefusedError, SchemaOutOfDateError
-from .schema import HEAD_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -1,12 +1,12 @@
 """``SQLAlchemySaver``: one LangGraph checkpoint saver for SQLite, PostgreSQL and MySQL.
 
-Each database operation is written once, as a sync function on a SQLAlchemy
-``Connection`` (:mod:`._ops`, :mod:`._history`, :mod:`._maintenance`). Each public
-method runs a plan (:mod:`._plans`): it checks and encodes its arguments (:mod:`._codec`),
-names the operations to run and decodes what they return. A sync method runs the plan's
-operations on the sync engine; its async twin runs the same plan on the async engine,
-each operation through ``AsyncConnection.run_sync`` (the two doors: :mod:`._loops`).
-Both engines are made from one URL and see the same data.
+Each database operation is written once, as a sync function on a SQLAlchemy ``Connection``
+(the operations layer, :mod:`._ops`). Each public method runs a plan (:mod:`._plans`): it
+checks and encodes its arguments (:mod:`._codec`), names the operations to run and decodes
+what they return. A sync method runs the plan's operations on the sync engine; its async
+twin runs the same plan on the async engine, each operation through
+``AsyncConnection.run_sync`` (the two doors: :mod:`._engine.runner`). Both engines are made
+from one URL and see the same data.
 
 On SQLite the async methods run each operation, the same sync function on the sync
 engine, in one worker thread (``asyncio.to_thread``, see
@@ -47,17 +47,21 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from typing_extensions import Self
 
+from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
+from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
+from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
+from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
+from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
+from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
-
-from . import _codec, _metaindex, _ops, _plans, _shared, _strict
-from ._codec import PendingWrite
-from ._door import Access
-from ._engines import resolve_urls
-from ._lifecycle import RAN, EngineOwner, awaited_at_once, wire
-from ._operator import OperatorMethods
-from ._retry import RETRY_TIMEOUT
 
 __all__ = ["SQLAlchemySaver"]
 
@@ -109,7 +113,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         schema: PostgreSQL schema holding the tables (default: the search path).
         inline_limit: Largest serialised channel value, in bytes, stored in the
             checkpoint's own row rather than in the blobs table (0 to 16,384; default
-            16,384). See :mod:`._inline`.
+            16,384). See :mod:`._codec.inline`.
         detect_conflicts: Refuse, with :class:`CheckpointConflictError`, a checkpoint of a
             run (metadata ``source`` ``"input"`` or ``"loop"``) whose parent is no longer
             the newest checkpoint of its namespace: a second run started from the same
@@ -127,7 +131,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         retry_timeout: Seconds an idempotent operation is retried through a lost or
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
-            15). See :class:`._retry.Retry`.
+            15). See :class:`._engine.retry.Retry`.
         strict: Strict deserialisation: stored objects are rebuilt only for LangGraph's
             built-in safe types, ``allowed_msgpack_modules`` and the state types a
             graph passes through :meth:`with_allowlist`; any other object a row names
@@ -275,7 +279,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Savers built here for the same URL, schema and plain engine arguments share one
         engine pair (one engine per database per process, as SQLAlchemy advises), whose
         connections are closed when the last of them closes: a short-lived saver skips
-        making and initialising engines (~5 ms on SQLite). See :class:`._shared.DoorRegistry`.
+        making and initialising engines (~5 ms on SQLite).
 
         Args:
             conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:`` (one

@@ -14,10 +14,10 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from ._default_url import setup_from_env
-from ._engines import url_from_env
-from ._strict import strict_setting
-from .saver import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._codec.strict import strict_setting
+from langgraph.checkpoint.sqlalchemy._engine.defaults import setup_from_env
+from langgraph.checkpoint.sqlalchemy._engine.engines import url_from_env
+from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
 __all__ = ["checkpointer"]
 

@@ -30,13 +30,33 @@ from typing import IO, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from . import _exportfile, _jsonl, _maintenance
-from ._jsonl import EXPORT_FORMAT, EXPORT_VERSION
-from ._sources import Reader, SourceKind, opaque_view, open_saver
-from ._sources import Source as Source  # what open_source yields (documented with this module)
-from ._writing import refuse_existing, source_entries, source_errors, store_thread, unfit, verify
-from .errors import ExportFormatError, IncompleteExportError, UnknownSourceError
-from .saver import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
+from langgraph.checkpoint.sqlalchemy._transfer import exportfile as _exportfile
+from langgraph.checkpoint.sqlalchemy._transfer import jsonl as _jsonl
+from langgraph.checkpoint.sqlalchemy._transfer.jsonl import EXPORT_FORMAT, EXPORT_VERSION
+from langgraph.checkpoint.sqlalchemy._transfer.sources import (
+    Reader,
+    SourceKind,
+    opaque_view,
+    open_saver,
+)
+from langgraph.checkpoint.sqlalchemy._transfer.sources import (
+    Source as Source,  # what open_source yields (documented with this module)
+)
+from langgraph.checkpoint.sqlalchemy._transfer.writing import (
+    refuse_existing,
+    source_entries,
+    source_errors,
+    store_thread,
+    unfit,
+    verify,
+)
+from langgraph.checkpoint.sqlalchemy.errors import (
+    ExportFormatError,
+    IncompleteExportError,
+    UnknownSourceError,
+)
+from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -437,7 +457,7 @@ def import_threads(
     ``into_existing`` (a crafted file could otherwise plant a new latest checkpoint in a
     live thread); one the saver holds whole is skipped, so the same import again
     finishes an interrupted one. Values move as they are stored in the file, as data:
-    nothing in the file is imported, called or unpickled (:mod:`._opaque`), and an
+    nothing in the file is imported, called or unpickled (:mod:`._codec.opaque`), and an
     encrypted file stays readable only with its key.
 
     Args:

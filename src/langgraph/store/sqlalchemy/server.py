@@ -27,10 +27,10 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from langgraph.checkpoint.sqlalchemy._default_url import setup_from_env
-from langgraph.checkpoint.sqlalchemy._engines import resolve_urls, url_from_env
-from langgraph.checkpoint.sqlalchemy.store import SQLAlchemyStore
-from langgraph.checkpoint.sqlalchemy.store.config import store_config_from_env
+from langgraph.checkpoint.sqlalchemy._engine.defaults import setup_from_env
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls, url_from_env
+from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy.config import store_config_from_env
 
 __all__ = ["store"]
 

@@ -40,11 +40,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .._default_url import DEFAULT_URL, url_from_env
-from .._display import masked_text
-from . import data, schema, store, threads
-from .common import Handler
-from .explain import explain, one_line
+from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
+from langgraph.checkpoint.sqlalchemy._engine.defaults import DEFAULT_URL, url_from_env
+from langgraph.checkpoint.sqlalchemy.cli import data, schema, store, threads
+from langgraph.checkpoint.sqlalchemy.cli.common import Handler
+from langgraph.checkpoint.sqlalchemy.cli.explain import explain, one_line
 
 __all__ = ["main"]
 

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from . import main
+from langgraph.checkpoint.sqlalchemy.cli import main
 
 raise SystemExit(main())

@@ -33,16 +33,15 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import errors
-from .._display import masked_text, shown_url
+from langgraph.checkpoint.sqlalchemy import errors
+from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlalchemy._engine.doors import SyncRunner
+    from langgraph.checkpoint.sqlalchemy._engine.engines import EngineURLs
+    from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
     from sqlalchemy import Connection
     from sqlalchemy.engine import URL
-
-    from .._door import SyncRunner
-    from .._engines import EngineURLs
-    from ..saver import SQLAlchemySaver
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -129,7 +128,7 @@ def where(args: argparse.Namespace) -> str:
 
 def engine_url(url: str) -> str | URL:
     """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
-    from .._engines import resolve_urls
+    from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 
     try:
         return resolve_urls(url).sync
@@ -219,9 +218,8 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
     Raises:
         CommandError: A URL SQLAlchemy or this library cannot read (exit code 2).
     """
+    from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
     from sqlalchemy.exc import ArgumentError
-
-    from .._engines import resolve_urls
 
     try:
         return resolve_urls(url)
@@ -247,7 +245,7 @@ def _database_file(url: str, option: str) -> str | None:
     Raises:
         CommandError: A bad URL (exit code 2).
     """
-    from ..dialects import DIALECTS
+    from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS
 
     sync = resolve(url, option).sync
     return DIALECTS[sync.get_backend_name()].database_file(sync)
@@ -307,10 +305,9 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
     ``create``: a SQLite file that does not exist may be created (``upgrade``); else it
     is refused (see :func:`require_database`).
     """
+    from langgraph.checkpoint.sqlalchemy._engine.engines import configure_engine, url_engine
+    from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION
     from sqlalchemy.pool import NullPool
-
-    from .._engines import configure_engine, url_engine
-    from ..dialects import WRITE_OPTION
 
     _require(args.url, "--url", create=create)
     args.url_in_use = args.url
@@ -345,8 +342,8 @@ def open_saver(
         CommandError: See :func:`require_database`, :func:`require_folder` and
             :func:`check_threads`.
     """
-    from .._sources import opaque_view
-    from ..saver import SQLAlchemySaver
+    from langgraph.checkpoint.sqlalchemy._transfer.sources import opaque_view
+    from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
     url = url or args.url
     _require(url, option, create=create)
@@ -376,9 +373,13 @@ def open_runner(args: argparse.Namespace) -> Iterator[SyncRunner]:
     Raises:
         CommandError: See :func:`require_database`.
     """
-    from .._door import Doors, SyncRunner, access_options
-    from .._engines import configure_engine, resolve_urls, url_engine
-    from ..dialects import query_builder
+    from langgraph.checkpoint.sqlalchemy._engine.doors import Doors, SyncRunner, access_options
+    from langgraph.checkpoint.sqlalchemy._engine.engines import (
+        configure_engine,
+        resolve_urls,
+        url_engine,
+    )
+    from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 
     _require(args.url, "--url", create=False)
     args.url_in_use = args.url
@@ -404,7 +405,7 @@ def check_threads(saver: Any, thread_ids: Sequence[str], what: str) -> None:
     """
     if not thread_ids:
         return
-    from ..transfer import missing_threads
+    from langgraph.checkpoint.sqlalchemy.transfer import missing_threads
 
     missing = missing_threads(saver, thread_ids)
     if missing:

@@ -28,10 +28,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from typing import IO, TYPE_CHECKING, Any, cast, get_args
 
-from .._default_url import url_from_env
-from .._source_kind import SourceKind
-from ..errors import SchemaOutOfDateError, ThreadNotEmptyError
-from .common import (
+from langgraph.checkpoint.sqlalchemy._engine.defaults import url_from_env
+from langgraph.checkpoint.sqlalchemy._transfer.kinds import SourceKind
+from langgraph.checkpoint.sqlalchemy.cli.common import (
     CommandError,
     add_command,
     check_threads,
@@ -40,9 +39,10 @@ from .common import (
     open_saver,
     require_database,
 )
+from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, ThreadNotEmptyError
 
 if TYPE_CHECKING:
-    from .. import transfer
+    from langgraph.checkpoint.sqlalchemy import transfer
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -188,7 +188,7 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    from .. import transfer
+    from langgraph.checkpoint.sqlalchemy import transfer
 
     # The source is only read: a SQLite path that does not exist is refused, not created.
     require_database(args.source, "--from")
@@ -259,7 +259,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .. import transfer
+    from langgraph.checkpoint.sqlalchemy import transfer
 
     with open_saver(args, threads=args.thread_ids, what="nothing was exported") as saver:
         if args.output == "-":  # no file to rename: the end line alone says it is whole
@@ -343,7 +343,7 @@ def _export_line(report: transfer.ExportReport) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .. import transfer
+    from langgraph.checkpoint.sqlalchemy import transfer
 
     try:
         with (

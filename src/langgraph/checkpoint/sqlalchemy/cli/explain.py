@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .. import errors
-from .._display import SECRET_PARAMETERS
-from .common import CommandError, engine_url, masked, sentence
+from langgraph.checkpoint.sqlalchemy import errors
+from langgraph.checkpoint.sqlalchemy._codec.display import SECRET_PARAMETERS
+from langgraph.checkpoint.sqlalchemy.cli.common import CommandError, engine_url, masked, sentence
 
 __all__ = ["explain", "one_line"]
 
@@ -36,7 +36,7 @@ _NOT_FOUND: tuple[type[BaseException], ...] = (
 def _drivers() -> dict[str, str]:
     """Driver module -> what to install, for a driver module a raw ImportError names: the
     dialects' own hints."""
-    from ..dialects import DIALECTS
+    from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS
 
     return {
         module.partition(".")[0]: install
@@ -61,10 +61,9 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
     # Only an error needs these (a command that failed has mostly imported them already).
     from alembic.util import CommandError as AlembicCommandError
 
+    from langgraph.checkpoint.sqlalchemy import migrate
     from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
     from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-
-    from .. import migrate
 
     at = f" at {masked(engine_url(url))}" if url else ""
     lost = isinstance(e, errors.CheckpointConnectionError)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import (
+from langgraph.checkpoint.sqlalchemy.cli.common import (
     CommandError,
     add_command,
     confirm,
@@ -26,7 +26,7 @@ from .common import (
 
 
 def _state(current: str | None) -> str:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     if current == migrate.head_revision():
         return "at head"
@@ -39,7 +39,7 @@ def _state(current: str | None) -> str:
 
 
 def _revision_line(args: argparse.Namespace, current: str | None) -> None:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     print(
         f"{where(args)}: revision {current or 'none'} (head {migrate.head_revision()}), "
@@ -48,7 +48,7 @@ def _revision_line(args: argparse.Namespace, current: str | None) -> None:
 
 
 def _revision_json(current: str | None) -> dict[str, Any]:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     head = migrate.head_revision()
     return {
@@ -65,7 +65,7 @@ def _print_revision(args: argparse.Namespace, current: str | None) -> None:
 
 def _offline(args: argparse.Namespace, command: str) -> int:
     """``--sql``: print the DDL of ``command`` to ``args.revision``, touching no database."""
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     resolve(args.url)
     sys.stdout.write(migrate.offline_sql(args.url, command, args.revision, args.schema))
@@ -73,7 +73,7 @@ def _offline(args: argparse.Namespace, command: str) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     if args.sql:
         return _offline(args, "upgrade")
@@ -85,7 +85,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_downgrade(args: argparse.Namespace) -> int:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     if args.sql:
         return _offline(args, "downgrade")
@@ -99,7 +99,7 @@ def cmd_downgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_current(args: argparse.Namespace) -> int:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     with schema_connection(args) as conn:
         current = migrate.current_revision(conn, schema=args.schema)
@@ -111,7 +111,7 @@ def cmd_current(args: argparse.Namespace) -> int:
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
-    from .. import migrate
+    from langgraph.checkpoint.sqlalchemy import migrate
 
     # No new SQLite file: a version table alone would pass "current --check" with no tables.
     with schema_connection(args) as conn:
@@ -122,9 +122,9 @@ def cmd_stamp(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex_metadata(args: argparse.Namespace) -> int:
-    from .._display import masked_text
-    from .._metaindex import COLUMN_KEYS, checked_keys
-    from ..saver import SQLAlchemySaver
+    from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
+    from langgraph.checkpoint.sqlalchemy._ops.metaindex import COLUMN_KEYS, checked_keys
+    from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
     try:
         checked_keys(args.key)  # before connecting; its message masked (a URL given as key)

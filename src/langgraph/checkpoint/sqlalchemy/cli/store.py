@@ -3,7 +3,7 @@
 
 Each is a thin layer over :class:`~langgraph.store.sqlalchemy.SQLAlchemyStore`'s public
 methods (``list_namespaces``, ``stats``, ``sweep_ttl``) and, for ``copy``, over
-:func:`langgraph.checkpoint.sqlalchemy.store.transfer.copy_store`. The store, LangGraph
+:func:`langgraph.store.sqlalchemy.transfer.copy_store`. The store, LangGraph
 and ``rich`` (the progress bar of ``copy``) are imported when a command runs, not when
 the parser is built.
 """
@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SchemaOutOfDateError
-from .common import (
+from langgraph.checkpoint.sqlalchemy.cli.common import (
     CommandError,
     add_command,
     cell,
@@ -30,11 +29,12 @@ from .common import (
     require_database,
     require_folder,
 )
+from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig
 
-    from ..store import SQLAlchemyStore
+    from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -109,7 +109,7 @@ def _open_store(
 ) -> Iterator[SQLAlchemyStore]:
     """Our store on ``url`` (default ``--url``). ``create``: a SQLite file that does not
     exist may be created (the target of ``copy``); else it is refused."""
-    from ..store import SQLAlchemyStore
+    from langgraph.store.sqlalchemy import SQLAlchemyStore
 
     url = url or args.url
     (require_folder if create else require_database)(url, option)
@@ -191,8 +191,8 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] |
 
 
 def _index(text: str | None) -> IndexConfig | None:
-    from ..store.config import index_config
-    from ..store.vectors import IndexSpec
+    from langgraph.store.sqlalchemy.config import index_config
+    from langgraph.store.sqlalchemy.vectors import IndexSpec
 
     if text is None:
         return None
@@ -206,8 +206,8 @@ def _index(text: str | None) -> IndexConfig | None:
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    from ..errors import UnknownSourceError
-    from ..store import transfer
+    from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
+    from langgraph.store.sqlalchemy import transfer
 
     index = _index(args.index)
     target_url = args.target or args.url

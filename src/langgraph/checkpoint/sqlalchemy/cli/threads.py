@@ -14,8 +14,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ThreadNotEmptyError
-from .common import (
+from langgraph.checkpoint.sqlalchemy.cli.common import (
     CommandError,
     add_command,
     as_json,
@@ -28,11 +27,12 @@ from .common import (
     open_saver,
     positive,
 )
+from langgraph.checkpoint.sqlalchemy.errors import ThreadNotEmptyError
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import CheckpointTuple
 
-    from .._maintenance import ThreadInfo
+    from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
 
 
 def _size(n: int) -> str:
@@ -67,8 +67,8 @@ def _thread_json(t: ThreadInfo) -> dict[str, Any]:
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
     # The saver's list_threads plan, on its door without the saver (no LangGraph import).
-    from .._browse import threads_plan
-    from .._ops import statements_for
+    from langgraph.checkpoint.sqlalchemy._ops.browse import threads_plan
+    from langgraph.checkpoint.sqlalchemy._ops.checkpoints import statements_for
 
     with open_runner(args) as runner:
         st = statements_for(runner.qb)
@@ -100,8 +100,8 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 
 def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
-    from .._maintenance import checkpoint_time
-    from .._opaque import shown
+    from langgraph.checkpoint.sqlalchemy._codec.opaque import shown
+    from langgraph.checkpoint.sqlalchemy._ops.threads import checkpoint_time
 
     c = t.config["configurable"]
     out: dict[str, Any] = {

@@ -13,11 +13,16 @@ Adding a dialect family is one new module here plus one :data:`DIALECTS` entry (
 
 from __future__ import annotations
 
-from ..errors import UnsupportedDialectError
-from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, Binder, QueryBuilder
-from .mysql import MariaDBQueryBuilder, MySQLQueryBuilder
-from .postgresql import PostgreSQLQueryBuilder
-from .sqlite import SQLiteQueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects.base import (
+    NO_TRANSACTION_OPTION,
+    WRITE_OPTION,
+    Binder,
+    QueryBuilder,
+)
+from langgraph.checkpoint.sqlalchemy.dialects.mysql import MariaDBQueryBuilder, MySQLQueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects.postgresql import PostgreSQLQueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects.sqlite import SQLiteQueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import UnsupportedDialectError
 
 __all__ = [
     "DIALECTS",

@@ -4,7 +4,7 @@
 A lease is a row of ``lgsa_locks`` with an owner and an expiry on the database server's
 clock (:meth:`LeaseRows.clock`, the one dialect difference). It is written with portable
 Core statements, replicated and certified like any other row, and needs no state of a
-database session. See :mod:`langgraph.checkpoint.sqlalchemy._locks`.
+database session. See :mod:`langgraph.checkpoint.sqlalchemy._ops.locks`.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from __future__ import annotations
 import secrets
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import Connection, Table, delete, func, or_, select, update
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
-
-from ..schema import locks
 
 __all__ = ["LeaseRows"]
 

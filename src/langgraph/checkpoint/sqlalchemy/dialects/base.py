@@ -19,6 +19,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._codec.canonical import (
+    MAX_DEPTH,
+    json_string,
+    json_text,
+    scalar_as_stored,
+)
+from langgraph.checkpoint.sqlalchemy._ops.metaindex import filter_value
+from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
+from langgraph.checkpoint.sqlalchemy.errors import ValueTooLargeError
+from langgraph.checkpoint.sqlalchemy.schema import metadata_index
 from sqlalchemy import (
     Connection,
     Engine,
@@ -35,12 +45,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
-
-from .._canonical import MAX_DEPTH, json_string, json_text, scalar_as_stored
-from .._metaindex import filter_value
-from ..errors import ValueTooLargeError
-from ..schema import metadata_index
-from ._leases import LeaseRows
 
 __all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "Binder", "QueryBuilder"]
 
@@ -66,7 +70,7 @@ class QueryBuilder(LeaseRows, ABC):
     repeated calls.
 
     The class attributes below describe the dialect family's drivers (read by
-    :func:`langgraph.checkpoint.sqlalchemy._engines.resolve_urls`) and its settings; the
+    :func:`langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`) and its settings; the
     methods are the portable defaults, overridden where a dialect differs.
     """
 
@@ -115,7 +119,7 @@ class QueryBuilder(LeaseRows, ABC):
     def check_url(cls, url: URL) -> bool:
         """Check a URL of the family beyond what SQLAlchemy checks at parse time.
 
-        Called by :func:`langgraph.checkpoint.sqlalchemy._engines.resolve_urls`. The
+        Called by :func:`langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`. The
         default accepts every URL.
 
         Args:
@@ -137,7 +141,7 @@ class QueryBuilder(LeaseRows, ABC):
         not create a database by reading one (the CLI's read-only commands).
 
         Args:
-            url: A URL :func:`~langgraph.checkpoint.sqlalchemy._engines.resolve_urls`
+            url: A URL :func:`~langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`
                 returned.
 
         Returns:
@@ -150,7 +154,7 @@ class QueryBuilder(LeaseRows, ABC):
     def configure(cls, engine: Engine) -> None:
         """Install the dialect's connection set-up on a sync engine (idempotent).
 
-        Called by :func:`langgraph.checkpoint.sqlalchemy._engines.configure_engine`. The
+        Called by :func:`langgraph.checkpoint.sqlalchemy._engine.engines.configure_engine`. The
         default installs the ``handle_error`` listener that tells SQLAlchemy which more
         errors are disconnects (:meth:`is_disconnect`).
         """
@@ -162,7 +166,7 @@ class QueryBuilder(LeaseRows, ABC):
     def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
         """What the SQL compiled for a dialect instance depends on besides the statement
         and the schema map: statements compiled once are shared by every engine whose
-        dialect gives the same key (:mod:`langgraph.checkpoint.sqlalchemy._driver`).
+        dialect gives the same key (:mod:`langgraph.checkpoint.sqlalchemy._engine.cursor`).
 
         Default: the dialect's class (driver included), parameter style, server version
         and identifier limits, which SQLAlchemy reads from the server at first connect.
@@ -307,7 +311,7 @@ class QueryBuilder(LeaseRows, ABC):
             TypeError: ``key`` is not a string or ``value`` is not JSON.
             ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow, or
                 nests dicts and lists deeper than ``MAX_DEPTH - 1`` (see
-                :data:`~langgraph.checkpoint.sqlalchemy._canonical.MAX_DEPTH`), and
+                :data:`~langgraph.checkpoint.sqlalchemy._codec.canonical.MAX_DEPTH`), and
                 whatever key a dialect cannot address.
         """
         if not isinstance(key, str):
@@ -330,7 +334,7 @@ class QueryBuilder(LeaseRows, ABC):
         dicts match regardless of key order, lists element by element, and numbers as
         numbers (``1`` matches ``1.0``, at any depth). NUL characters are removed from the
         key and the value, as from stored metadata
-        (:func:`~langgraph.checkpoint.sqlalchemy._canonical.canonical_json`). Key and
+        (:func:`~langgraph.checkpoint.sqlalchemy._codec.canonical.canonical_json`). Key and
         value are bound parameters; no SQL text is built from them. Each dialect writes
         the comparison in :meth:`json_member_equals`.
 

@@ -18,6 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import MigrationLockTimeout, ValueTooLargeError
+from langgraph.checkpoint.sqlalchemy.schema import CHECKPOINT_ID_INDEX, VERSION_TABLE, locks
 from sqlalchemy import (
     Column,
     Connection,
@@ -48,10 +51,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
-
-from ..errors import MigrationLockTimeout, ValueTooLargeError
-from ..schema import CHECKPOINT_ID_INDEX, VERSION_TABLE, locks
-from .base import Binder, QueryBuilder
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
 

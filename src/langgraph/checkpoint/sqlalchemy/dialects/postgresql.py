@@ -15,6 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._ops.metaindex import metadata_json_key
+from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import (
     Boolean,
     Connection,
@@ -34,10 +37,6 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
-
-from .._metaindex import metadata_json_key
-from ..schema import locks
-from .base import Binder, QueryBuilder
 
 __all__ = ["PostgreSQLQueryBuilder"]
 
@@ -152,7 +151,7 @@ class PostgreSQLQueryBuilder(QueryBuilder):
 
         Without statistics PostgreSQL guesses 0.5% of a table a ``thread_id`` (72,000 rows
         for 20 threads at a million checkpoints, where there are 200): it planned the
-        aggregates of :func:`._browse.list_threads` as a parallel scan (starting the
+        aggregates of :func:`._ops.browse.list_threads` as a parallel scan (starting the
         workers took 10 of its 12 ms), and once that was off, the estimated cost (227,000)
         passed ``jit_above_cost`` (100,000): compiling the query took 10.3 of its 11 ms
         (``EXPLAIN ANALYZE``), against 1.8 ms at 10,000 checkpoints.

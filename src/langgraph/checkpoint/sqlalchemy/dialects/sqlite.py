@@ -17,6 +17,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
+from langgraph.checkpoint.sqlalchemy.dialects.base import (
+    NO_TRANSACTION_OPTION,
+    WRITE_OPTION,
+    Binder,
+    QueryBuilder,
+)
+from langgraph.checkpoint.sqlalchemy.errors import DatabaseURLError
 from sqlalchemy import (
     Connection,
     Engine,
@@ -39,10 +47,6 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
-
-from .._display import shown_url
-from ..errors import DatabaseURLError
-from .base import NO_TRANSACTION_OPTION, WRITE_OPTION, Binder, QueryBuilder
 
 __all__ = [
     "MEMDB_PREFIX",

@@ -1,0 +1,12 @@
+"""The codec layer: pure Python between a call's arguments and the rows of the tables.
+
+Argument and config checks (:mod:`.ids`, :mod:`.rows`), the encoding of checkpoints into
+rows and of rows back into ``CheckpointTuple`` objects (:mod:`.rows`, :mod:`.inline`,
+:mod:`.valuecache`), the shape checks of rows read back (:mod:`.damage`), the one JSON
+form of metadata (:mod:`.canonical`), the serializers that never run stored code
+(:mod:`.strict`, :mod:`.opaque`) and URLs shown without secrets (:mod:`.display`).
+
+May import: :mod:`..schema`, :mod:`..errors`, the standard library, SQLAlchemy's types
+and LangGraph. Never an engine, an operation, a plan or a dialect module: nothing here
+talks to a database.
+"""

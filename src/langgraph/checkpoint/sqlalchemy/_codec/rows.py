@@ -1,0 +1,781 @@
+"""The codec: configs checked, checkpoints turned into rows and rows into tuples.
+
+No database here. The saver checks a call's config with the functions of this module,
+encodes what it stores with :class:`Codec` (rows ready for :mod:`._ops.checkpoints`), runs the
+operation, and decodes the records the operation read back into ``CheckpointTuple``
+objects, after the connection went back to the pool.
+
+The names are public (no underscore) because the module itself is private: it serves
+the saver and :mod:`.transfer`. One cohesive thing, hence its length: everything between
+a call's arguments and the rows the operations take or give, both ways.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
+from langgraph.checkpoint.sqlalchemy._codec import opaque as _opaque
+from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
+from langgraph.checkpoint.sqlalchemy._codec.canonical import (
+    MAX_FILTER_KEYS,
+    TooDeepError,
+    canonical_json,
+)
+from langgraph.checkpoint.sqlalchemy._codec.damage import write_damage
+from langgraph.checkpoint.sqlalchemy._codec.ids import check_text, text_id
+from langgraph.checkpoint.sqlalchemy._codec.valuecache import ValueCache
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import history as _history
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
+from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import (
+    CheckpointClockSkewError,
+    CheckpointConfigError,
+    CheckpointDecodeError,
+    CheckpointMetadataError,
+)
+from langgraph.checkpoint.sqlalchemy.schema import (
+    CHANNEL_MAX_LENGTH,
+    CHECKPOINT_NS_MAX_LENGTH,
+    ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    checkpoints,
+    promoted_source,
+    promoted_step,
+    run_key,
+    stored_full,
+)
+from sqlalchemy.sql.elements import ColumnElement
+
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
+
+# -- config checks ----------------------------------------------------------------------
+
+
+def check_channel(channel: str) -> None:
+    """Refuse a channel name databases cannot store.
+
+    Raises:
+        CheckpointConfigError: Not a string, or holding a NUL or a lone surrogate.
+    """
+    # As for ids: PostgreSQL text (and JSONB keys) cannot hold NUL, and no driver encodes
+    # a lone surrogate; refuse both on every dialect rather than fail with a driver error
+    # on some and store on others.
+    if not isinstance(channel, str):
+        raise CheckpointConfigError(f"channel names must be strings, got {type(channel).__name__}.")
+    if "\x00" in channel or not encodable(channel):
+        raise CheckpointConfigError(
+            f"channel name {channel[:40]!r} contains a NUL character or a lone surrogate, "
+            "which databases cannot store; rename the channel."
+        )
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def namespace(value: Any) -> str:
+    """A ``checkpoint_ns``, checked; None is ``""``.
+
+    Raises:
+        CheckpointConfigError: Not a string, unstorable text, or longer than the column.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise CheckpointConfigError(
+            f"config['configurable']['checkpoint_ns'] must be a string, got {type(value).__name__}."
+        )
+    check_text(value, "checkpoint_ns")
+    if len(value) > CHECKPOINT_NS_MAX_LENGTH:
+        raise CheckpointConfigError(
+            f"checkpoint_ns is {len(value)} characters long; the limit is "
+            f"{CHECKPOINT_NS_MAX_LENGTH} (subgraphs nested too deep to store)."
+        )
+    return value
+
+
+def configurable(config: RunnableConfig | None) -> dict[str, Any]:
+    """``config['configurable']`` (``{}`` when absent).
+
+    Raises:
+        CheckpointConfigError: ``config`` or its ``configurable`` is not a dict.
+    """
+    if not isinstance(config, dict):
+        raise CheckpointConfigError(f"config must be a dict, got {type(config).__name__}.")
+    found = config.get("configurable")
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise CheckpointConfigError("config['configurable'] must be a dict.")
+    return found
+
+
+def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """``(thread_id, checkpoint_ns, checkpoint_id or None)`` of a config (LangGraph rules:
+    thread_id required; checkpoint_ns defaults to ""; an empty checkpoint_id means latest).
+    """
+    c = configurable(config)
+    thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    return cast(str, thread_id), namespace(c.get("checkpoint_ns")), checkpoint_id
+
+
+def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    """The config of one checkpoint."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def id_list(values: Sequence[str], name: str) -> list[str]:
+    """A list of ids as strings.
+
+    Raises:
+        TypeError: ``values`` is a bare string (a list of its characters was not meant).
+    """
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a list of ids, not a single string: use [{values!r}]")
+    return [str(v) for v in values]
+
+
+def run_keys(run_ids: Sequence[str]) -> list[str]:
+    """The ``run_id`` column values of run ids (:func:`.schema.run_key`).
+
+    Raises:
+        TypeError: ``run_ids`` is a bare string.
+    """
+    if isinstance(run_ids, (str, bytes)):
+        raise TypeError(f"run_ids must be a list of ids, not a single string: use [{run_ids!r}]")
+    return [k for k in (run_key(r) for r in run_ids) if k is not None]
+
+
+def check_inline_limit(value: Any) -> int:
+    """The saver's ``inline_limit``, checked.
+
+    Raises:
+        ValueError: Not an int from 0 to :data:`._codec.inline.INLINE_VALUE_LIMIT`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"inline_limit must be an int (bytes), got {value!r}")
+    if not 0 <= value <= _inline.INLINE_VALUE_LIMIT:
+        raise ValueError(
+            f"inline_limit must be from 0 to {_inline.INLINE_VALUE_LIMIT} bytes, got {value}"
+        )
+    return value
+
+
+def _own_id(checkpoint: Checkpoint, parent_id: str | None) -> str:
+    checkpoint_id = text_id(checkpoint.get("id"), "id", ID_MAX_LENGTH, required=True)
+    assert checkpoint_id is not None
+    if checkpoint_id == parent_id:
+        raise CheckpointConfigError(
+            f"checkpoint {checkpoint_id!r} names itself as its parent "
+            "(config['configurable']['checkpoint_id']); pass the parent's id."
+        )
+    return checkpoint_id
+
+
+#: A time-ordered UUID (version 6 or 7) as text: such ids sort by time, byte for byte and
+#: in every database's collation (same dashes, lower-case hex).
+_TIME_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[67][0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def check_child_order(checkpoint_id: str, parent_id: str | None) -> None:
+    """Refuse a checkpoint that would sort at or below its parent (clock skew).
+
+    Only for time-ordered UUIDs on both sides (LangGraph's own ids): other ids carry no
+    order the saver could check.
+
+    Raises:
+        CheckpointClockSkewError: ``checkpoint_id`` sorts before ``parent_id``.
+    """
+    if (
+        parent_id
+        and checkpoint_id < parent_id
+        and _TIME_UUID.match(checkpoint_id)
+        and _TIME_UUID.match(parent_id)
+    ):
+        raise CheckpointClockSkewError(checkpoint_id, parent_id)
+
+
+#: Which keys of ``config["metadata"]`` and ``config["configurable"]`` LangGraph's
+#: ``get_checkpoint_metadata`` may copy into stored metadata: True all (its default),
+#: else these (none: only the metadata passed to ``put``).
+ConfigMetadata = Literal[True] | frozenset[str]
+
+
+def config_metadata_keys(value: object) -> ConfigMetadata:
+    """The saver's ``config_metadata`` argument checked: True, False (no key) or a
+    collection of key names.
+
+    Raises:
+        ValueError: Anything else (a single string too: name its keys in a list).
+    """
+    if value is True:
+        return True
+    if value is False:
+        return frozenset()
+    if isinstance(value, Collection) and not isinstance(value, (str, bytes)):
+        keys = frozenset(value)
+        if all(isinstance(k, str) for k in keys):
+            return keys
+    raise ValueError(
+        "config_metadata must be True (copy config['metadata'] and scalar "
+        "config['configurable'] values into checkpoint metadata, LangGraph's default), "
+        f"False (copy none) or a list of the keys to copy, not {value!r}"
+    )
+
+
+def _metadata_source(config: RunnableConfig, keys: ConfigMetadata) -> RunnableConfig:
+    """``config`` as ``get_checkpoint_metadata`` may read it: its ``metadata`` and
+    ``configurable`` cut to ``keys`` (all of them for True)."""
+    if keys is True:
+        return config
+    metadata = config.get("metadata") or {}
+    configurable = config.get("configurable") or {}
+    return {
+        "metadata": {k: v for k, v in metadata.items() if k in keys},
+        "configurable": {k: v for k, v in configurable.items() if k in keys},
+    }
+
+
+def _metadata_json(
+    config: RunnableConfig, metadata: CheckpointMetadata, keys: ConfigMetadata = True
+) -> Any:
+    try:
+        source = _metadata_source(config, keys)
+        return canonical_json(get_serializable_checkpoint_metadata(source, metadata))
+    except TooDeepError as e:
+        raise CheckpointMetadataError(f"checkpoint metadata is too deep: {e}.") from e
+    except (TypeError, ValueError) as e:
+        raise CheckpointMetadataError(
+            f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
+            "float, bool, None, lists and dicts with string keys."
+        ) from e
+
+
+def _check_stored_channel(channel: str) -> None:
+    check_channel(channel)
+    if len(channel) > CHANNEL_MAX_LENGTH:
+        raise CheckpointConfigError(
+            f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
+            f"the limit is {CHANNEL_MAX_LENGTH}."
+        )
+
+
+@dataclass
+class PendingWrite:
+    """A pending write as transfer reads it from a source and stores it.
+
+    Attributes:
+        task_id: The task.
+        task_path: Its path ("" when the source does not store it).
+        channel: The channel written.
+        idx: Its index within the task, or None when the source does not store it.
+        value: The value, decoded.
+    """
+
+    task_id: str
+    task_path: str
+    channel: str
+    idx: int | None
+    value: Any
+
+
+class Codec:
+    """Rows to store from a checkpoint and its writes, ``CheckpointTuple`` from records.
+
+    Args:
+        serde: The saver's serializer.
+        st: The saver's statements (its query builder checks metadata filters).
+        inline_limit: Largest serialised value stored in the checkpoint row.
+        strict: Decode with :mod:`._codec.strict` (the saver's ``strict_decode``).
+        config_metadata: Which config keys ``put`` copies into the stored metadata (the
+            saver's ``config_metadata``, see :func:`config_metadata_keys`).
+        index_keys: Metadata keys ``put`` writes index rows for, where the dialect keeps
+            them (the saver's ``metadata_index_keys``, see :mod:`._ops.metaindex`).
+
+    Attributes:
+        values: The bytes of values serialised by earlier puts, so that an unchanged
+            value is not serialised again (:mod:`._codec.valuecache`).
+    """
+
+    def __init__(
+        self,
+        serde: SerializerProtocol,
+        st: _ops.Statements,
+        *,
+        inline_limit: int,
+        strict: bool,
+        config_metadata: ConfigMetadata = True,
+        index_keys: tuple[str, ...] = _metaindex.DEFAULT_KEYS,
+    ) -> None:
+        self.serde = serde  # (sets _opaque)
+        self.st = st
+        self.inline_limit = inline_limit
+        self.strict = strict
+        self.config_metadata = config_metadata
+        self.index_keys = index_keys
+        # Where the dialect keeps index rows: the keys put writes them for.
+        self._row_keys = index_keys if st.qb.metadata_index_rows else ()
+        self.values = ValueCache()
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        """The serializer values are decoded with."""
+        return self._serde
+
+    @serde.setter
+    def serde(self, serde: SerializerProtocol) -> None:
+        # Once, not at every value: isinstance on a subclass of a typing.Protocol goes
+        # through _ProtocolMeta.__instancecheck__ (9 calls a get_tuple, 7% of its
+        # instructions with the rest of the read checks).
+        self._serde = serde
+        self._opaque = serde if isinstance(serde, _opaque.OpaqueSerializer) else None
+
+    def index_also(self, keys: Collection[str]) -> None:
+        """Write index rows for ``keys`` too: the keys the database lists as complete
+        (read by ``setup()``), which a writer without them in its ``metadata_index_keys``
+        (the CLI's ``import`` and ``copy``, a process not yet redeployed) would leave
+        incomplete, hiding its checkpoints from filters through the index."""
+        wider = set(self.index_keys).union(k for k in keys if k not in _metaindex.COLUMN_KEYS)
+        self.index_keys = tuple(sorted(wider))
+        self._row_keys = self.index_keys if self.st.qb.metadata_index_rows else ()
+
+    def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
+        """A codec like this one with another serializer (its own value cache)."""
+        return Codec(
+            serde,
+            self.st,
+            inline_limit=self.inline_limit,
+            strict=strict,
+            config_metadata=self.config_metadata,
+            index_keys=self.index_keys,
+        )
+
+    # -- decoding -------------------------------------------------------------------------
+
+    def loads(self, type_: str, data: bytes | None) -> Any:
+        """Decode a stored value with ``serde``, checked by :mod:`._codec.strict` when
+        ``strict`` is on. With an :class:`._codec.opaque.OpaqueSerializer` (the operator
+        tools) the value is not decoded at all: a :class:`._codec.opaque.Stored`, written back
+        byte for byte (decrypted when the serializer has the cipher)."""
+        if self._opaque is not None:
+            return self._opaque.stored(type_, data if data is not None else b"")
+        if self.strict:
+            return _strict.loads(self.serde, type_, data if data is not None else b"")
+        return self.serde.loads_typed((type_, data if data is not None else b""))
+
+    def to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
+        """Decode a record.
+
+        Raises:
+            CheckpointDecodeError: The checkpoint, a channel value, a write or a column
+                of the row cannot be decoded (damaged or forged row, other serializer or
+                key); never another error, whatever the row holds.
+        """
+        row = rec.row
+        key = (str(rec.thread_id), str(rec.checkpoint_ns), str(row.checkpoint_id))
+        if rec.damaged is not None:
+            raise CheckpointDecodeError(*key, *rec.damaged)
+        try:
+            return self._decoded(rec, key)
+        except CheckpointDecodeError:
+            raise
+        except Exception as e:  # a forged row no check above foresaw: still typed
+            raise CheckpointDecodeError(*key, "row", f"{type(e).__name__}: {e}") from e
+
+    def _decoded(self, rec: _ops.CheckpointRecord, key: tuple[str, str, str]) -> CheckpointTuple:
+        row = rec.row
+
+        def load(part: str, type_: str, data: bytes | None) -> Any:
+            try:
+                if part == "checkpoint" and self._opaque is not None:
+                    return self.serde.loads_typed((type_, data or b""))  # the document, as data
+                return self.loads(type_, data)
+            except Exception as e:
+                raise CheckpointDecodeError(*key, part, f"{type(e).__name__}: {e}") from e
+
+        checkpoint = load("checkpoint", row.type, row.checkpoint)
+        if isinstance(checkpoint, _opaque.Stored) and "+" in checkpoint.type:
+            raise CheckpointDecodeError(
+                *key,
+                "checkpoint",
+                f"it is encrypted ({checkpoint.type}) and this reader has no key",
+            )
+        if not isinstance(checkpoint, dict):
+            raise CheckpointDecodeError(
+                *key, "checkpoint", f"decoded to {type(checkpoint).__name__}, not a dict"
+            )
+        checkpoint["channel_values"] = {
+            ch: load(f"channel {ch}", t, b) for ch, (t, b) in rec.values.items() if t != "empty"
+        }
+        for w in rec.writes:
+            if (why := write_damage(w)) is not None:
+                raise CheckpointDecodeError(*key, f"write {w[0]}/{w[3]}", why)
+        rec.writes.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
+        pending = [
+            (task_id, channel, load(f"write {task_id}/{channel}", t, b))
+            for task_id, _path, _idx, channel, t, b in rec.writes
+        ]
+        thread_id, checkpoint_ns, checkpoint_id = key
+        parent = row.parent_checkpoint_id
+        return CheckpointTuple(
+            config=checkpoint_config(thread_id, checkpoint_ns, checkpoint_id),
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=cast(CheckpointMetadata, row.metadata),
+            parent_config=checkpoint_config(thread_id, checkpoint_ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+
+    def listed(self, rec: _ops.CheckpointRecord) -> CheckpointTuple | None:
+        """A listed record decoded, or None (logged) when it cannot be: one damaged row
+        must not hide a thread's whole history."""
+        try:
+            return self.to_tuple(rec)
+        except CheckpointDecodeError as e:
+            logger.error("list() skipped a checkpoint: %s", e)
+            return None
+
+    def histories(
+        self,
+        raw: Mapping[str, _history.ChannelHistory],
+        channels: Sequence[str],
+        thread_id: str,
+        checkpoint_ns: str,
+    ) -> dict[str, DeltaChannelHistory]:
+        """Decode the raw histories of ``channels`` (LangGraph's order of writes).
+
+        Raises:
+            CheckpointDecodeError: A write or seed cannot be decoded, naming the
+                checkpoint that holds it (damaged or forged row, other serializer).
+        """
+
+        def load(checkpoint_id: str, part: str, type_: Any, data: Any) -> Any:
+            try:
+                return self.loads(type_, data)
+            except Exception as e:
+                raise CheckpointDecodeError(
+                    thread_id, checkpoint_ns, checkpoint_id, part, f"{type(e).__name__}: {e}"
+                ) from e
+
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            history = raw[ch]
+            for w in history.writes:
+                why = write_damage((w[2], w[1], w[3], ch, w[4], w[5]))
+                if why is not None:
+                    raise CheckpointDecodeError(
+                        thread_id, checkpoint_ns, w[6], f"write {w[2]}/{ch}", why
+                    )
+            # Oldest checkpoint first (deepest), then writes_sort_key within one.
+            history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
+            entry: DeltaChannelHistory = {
+                "writes": [
+                    (task_id, ch, load(at, f"write {task_id}/{ch}", t, b))
+                    for _depth, _path, task_id, _idx, t, b, at in history.writes
+                ]
+            }
+            if history.seed is not None:
+                t, b = history.seed
+                entry["seed"] = load(history.seed_id, f"channel {ch}", t, b)
+            result[ch] = entry
+        return result
+
+    def pending_delta_channels(self, row: Any) -> Sequence[str]:
+        """DeltaChannel channels a checkpoint row versions but holds no value for: the
+        ones LangGraph rebuilds from history. DeltaChannels leave their update counters
+        in ``metadata["counters_since_delta_snapshot"]``. The row's ``metadata`` and
+        ``value_versions`` are checked by the caller (:func:`._ops.threads.prune_keep_latest`)."""
+        counters = row.metadata.get("counters_since_delta_snapshot") or {}
+        if not isinstance(counters, dict):
+            return []
+        missing = [ch for ch in counters if ch not in row.value_versions]
+        if not missing:
+            return []
+        # Only the channel versions are needed: read as data, no object rebuilt (a
+        # forged document naming a callable must not run it during a prune).
+        try:
+            checkpoint = _opaque.document(self.serde, row.type, row.checkpoint)
+            versions = checkpoint.get("channel_versions", {})
+            return [ch for ch in missing if ch in versions]
+        except Exception:  # unreadable: keep the history of all of them (the safe side)
+            return missing
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def put_rows(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[_ops.CheckpointRows, RunnableConfig]:
+        """The rows that store a checkpoint (``put``), and the config of the checkpoint.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace, ids or channel names.
+            CheckpointMetadataError: Metadata that is not JSON.
+        """
+        thread_id, checkpoint_ns, parent_id = checkpoint_key(config)
+        checkpoint_id = _own_id(checkpoint, parent_id)
+        meta = _metadata_json(config, metadata, self.config_metadata)
+        values = checkpoint.get("channel_values") or {}
+        versions = checkpoint.get("channel_versions", {})
+        inline, blob_rows = self._place_values(
+            thread_id, checkpoint_ns, values, versions, new_versions
+        )
+        type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
+        checkpoint_row = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "thread_id_full": stored_full(thread_id),
+            "checkpoint_ns_full": stored_full(checkpoint_ns),
+            "checkpoint_id": checkpoint_id,
+            "parent_checkpoint_id": parent_id,
+            "run_id": run_key(meta.get("run_id")),
+            "source": promoted_source(meta.get("source")),
+            "step": promoted_step(meta.get("step")),
+            "type": type_,
+            "checkpoint": data,
+            "metadata": meta,
+            "value_versions": {ch: str(v) for ch, v in versions.items() if ch in values},
+            "inline_values": _inline.pack(inline),
+        }
+        indexed = _metaindex.index_rows(checkpoint_row, self._row_keys) if self._row_keys else ()
+        rows = _ops.CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed)
+        return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _place_values(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        values: Mapping[str, Any],
+        versions: ChannelVersions,
+        new_versions: ChannelVersions,
+    ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]]]:
+        """Serialise the channel values: ``(inline values, blob rows)`` (see
+        :mod:`._codec.inline` for which goes where). An unchanged value serialised by an
+        earlier put is not serialised again (:mod:`._codec.valuecache`)."""
+        blob_rows = []
+        inline: list[_inline.InlineValue] = []
+        budget = _inline.INLINE_BUDGET
+        cache = self.values
+        for channel, value in values.items():
+            if channel not in versions:
+                continue  # no version: nothing can reference the value
+            _check_stored_channel(channel)
+            key = (thread_id, checkpoint_ns, channel)
+            version = versions[channel]
+            hit = cache.get(key, version, value)
+            if hit is None:
+                type_, blob = self.serde.dumps_typed(value)
+                cache.keep(key, version, value, type_, blob)
+            else:
+                type_, blob = hit
+            size = len(blob) if blob is not None else 0
+            if size <= self.inline_limit and size <= budget:
+                inline.append((channel, type_, blob))
+                budget -= size
+            elif channel in new_versions or size <= _inline.INLINE_VALUE_LIMIT:
+                # New, or small enough to have been inline in the parent (under any
+                # inline_limit) but not here: into the blobs table, first-write-wins.
+                blob_rows.append(
+                    {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": checkpoint_ns,
+                        "channel": channel,
+                        "version": str(new_versions.get(channel, versions[channel])),
+                        "type": type_,
+                        "blob": blob,
+                    }
+                )
+            # else: unchanged and large, so stored in the blobs table when it was new.
+        return inline, blob_rows
+
+    def write_rows(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The rows of a task's pending writes (``put_writes``), and whether they replace
+        what the task stored before.
+
+        Raises:
+            CheckpointConfigError: No ``checkpoint_id``, bad ids or channel names.
+        """
+        thread_id, checkpoint_ns, checkpoint_id = checkpoint_key(config)
+        if checkpoint_id is None:
+            raise CheckpointConfigError(
+                "put_writes needs config['configurable']['checkpoint_id'] (the checkpoint "
+                "the writes belong to)."
+            )
+        task = text_id(task_id, "task_id", ID_MAX_LENGTH, required=True)
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            check_channel(channel)
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append(
+                {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": checkpoint_id,
+                    "task_id": task,
+                    "idx": WRITES_IDX_MAP.get(channel, i),
+                    "task_path": task_path or "",
+                    "channel": channel,
+                    "type": type_,
+                    "blob": blob,
+                }
+            )
+        # A batch of special channels only (error, interrupt, resume, scheduled) replaces
+        # what the task stored before; regular writes are first-write-wins (LangGraph
+        # contract: a retried task must not change what was recorded).
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        return rows, replace
+
+    def pending_rows(
+        self, config: RunnableConfig, pending: Sequence[PendingWrite]
+    ) -> list[dict[str, Any]]:
+        """The rows of pending writes stored with their checkpoint (transfer).
+
+        Writes keep their ``idx`` when the source gave it; without any, regular writes
+        are numbered per task in their order.
+        """
+        write_rows: list[dict[str, Any]] = []
+        for w in pending:
+            rows, _ = self.write_rows(config, [(w.channel, w.value)], w.task_id, w.task_path)
+            if w.idx is not None:
+                rows[0]["idx"] = w.idx
+            write_rows.extend(rows)
+        if write_rows and not any(w.idx is not None for w in pending):
+            # No idx from the source: number regular writes per task in their order.
+            counters: dict[str, int] = {}
+            for r in write_rows:
+                if r["channel"] not in WRITES_IDX_MAP:
+                    r["idx"] = counters.get(r["task_id"], 0)
+                    counters[r["task_id"]] = r["idx"] + 1
+        return write_rows
+
+    def list_query(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+    ) -> _listing.ListQuery:
+        """The conditions of a ``list()`` call, checked before any query runs.
+
+        Raises:
+            CheckpointConfigError: A config without ``thread_id`` or with bad ids.
+            CheckpointMetadataError: A filter that is not a dict of JSON values.
+        """
+        where, order = _thread_where(config, self.st.qb) if config is not None else ([], ())
+        if before is not None:
+            before_id = text_id(
+                configurable(before).get("checkpoint_id"),
+                "checkpoint_id",
+                ID_MAX_LENGTH,
+                required=True,
+            )
+            where.append(checkpoints.c.checkpoint_id < before_id)
+        if filter:
+            return replace(
+                self._filtered(where, filter), order=order, across_threads=config is None
+            )
+        return _listing.ListQuery(tuple(where), order=order, across_threads=config is None)
+
+    def _filtered(
+        self, where: list[ColumnElement[bool]], filter: dict[str, Any]
+    ) -> _listing.ListQuery:
+        if not isinstance(filter, dict):
+            raise CheckpointMetadataError(
+                "filter must be a dict of metadata keys to JSON values, got "
+                f"{type(filter).__name__}."
+            )
+        if len(filter) > MAX_FILTER_KEYS:
+            raise CheckpointMetadataError(
+                f"a metadata filter has {len(filter)} keys; the limit is {MAX_FILTER_KEYS} "
+                "(each key is one condition of the query, and SQLite refuses about 1,000). "
+                "Filter on fewer keys and check the rest in Python on the listed tuples."
+            )
+        json_filters = []
+        for key, value in filter.items():
+            try:
+                # Refuse a bad filter before any query runs.
+                self.st.qb.check_filter(key, value)
+            except (TypeError, ValueError) as e:
+                raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
+            # The promoted columns answer LangGraph's own keys exactly (same JSON
+            # semantics); other keys and values query the JSON document.
+            if key == "source" and (source := promoted_source(value)) is not None:
+                where.append(checkpoints.c.source == canonical_json(source))
+            elif key == "step" and (step := promoted_step(value)) is not None:
+                where.append(checkpoints.c.step == step)
+            else:
+                if key == "run_id" and isinstance(value, str):
+                    # The indexed run_id column holds every string run id (rechecked:
+                    # a long one is a digest).
+                    where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
+                json_filters.append((key, value))
+        return _listing.ListQuery(
+            tuple(where), tuple(json_filters), index_keys=frozenset(self.index_keys)
+        )
+
+
+def _thread_where(
+    config: RunnableConfig, qb: QueryBuilder
+) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
+    """Conditions of a ``list()`` config (its thread, namespace and checkpoint) and, when
+    it names one namespace, the order the dialect lists one namespace in (else ``()``:
+    the listing's default order)."""
+    where: list[ColumnElement[bool]] = []
+    order: tuple[Any, ...] = ()
+    c = configurable(config)
+    thread_id = cast(
+        str, text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    )
+    if c.get("checkpoint_ns") is not None:
+        ns = namespace(c["checkpoint_ns"])
+        where, order = qb.one_namespace(checkpoints, thread_id, ns)
+        if stored_full(ns) is not None:
+            where.append(checkpoints.c.checkpoint_ns_full == ns)
+    else:
+        where.append(checkpoints.c.thread_id == thread_id)
+    if stored_full(thread_id) is not None:
+        # A digest key is never trusted alone: the text must match too.
+        where.append(checkpoints.c.thread_id_full == thread_id)
+    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    if checkpoint_id:
+        where.append(checkpoints.c.checkpoint_id == checkpoint_id)
+    return where, order

@@ -1,0 +1,250 @@
+"""The sync door: how an operation reaches the database through a sync engine.
+
+:class:`Access` names how an operation reaches the database; :class:`Doors` holds an
+engine's four handles (one per access, each with its execution options) and opens a
+connection for an access. :class:`SyncRunner` runs an operation, a sync function on a
+``Connection``, through the sync door (checking the schema once and retrying through
+transient failures, see :class:`~._engine.retry.Retry`), and runs a plan (:data:`Plan`) of
+operations.
+
+The saver's :class:`~._engine.runner.Runner` is a :class:`SyncRunner` with the async door beside
+it. This module imports neither SQLAlchemy's asyncio extension nor LangGraph, so that a
+command that only reads (``threads list``) runs a plan on a sync engine alone
+(:func:`.cli.common.open_runner`), through the same door as the saver.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from langgraph.checkpoint.sqlalchemy import migrate
+from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
+from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = [
+    "Access",
+    "AccessOptions",
+    "Call",
+    "Doors",
+    "Plan",
+    "SyncRunner",
+    "access_options",
+    "has_connected",
+    "not_retried",
+]
+
+
+class Access(enum.Enum):
+    """How an operation reaches the database."""
+
+    READ = "read"
+    """A read transaction (several statements, one snapshot where the database gives
+    one)."""
+    READ_ONE = "read-one"
+    """One statement, no transaction around it."""
+    WRITE = "write"
+    """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+    WRITE_ONE = "write-one"
+    """One statement, atomic on its own, no transaction around it."""
+
+
+R = TypeVar("R")
+
+Call = tuple[Access, Any, tuple[Any, ...]]
+"""One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
+connection opened for ``access``."""
+
+Plan = Generator[Call, Any, R]
+"""The steps of a saver method: yields each operation to run, is sent its result, and
+returns the method's result. Run by :meth:`SyncRunner.drive` (sync) or
+:meth:`~._engine.runner.Runner.adrive` (async), so that a method and its async twin share every
+step."""
+
+AccessOptions = Mapping[Access, Mapping[str, Any]]
+"""Execution options of each :class:`Access` (schema map, dialect options)."""
+
+_WRITES = (Access.WRITE, Access.WRITE_ONE)
+
+E = TypeVar("E", Engine, "AsyncEngine")
+
+
+def has_connected(engine: Engine) -> bool:
+    """Whether ``engine`` (or another engine sharing its dialect, such as a per-loop copy
+    of an async engine) has made a connection: SQLAlchemy initialises the dialect at the
+    first connection that succeeds, and sets ``default_isolation_level`` then."""
+    return hasattr(engine.dialect, "default_isolation_level")
+
+
+def not_retried(error: BaseException) -> None:
+    """Raise again the interruption (``KeyboardInterrupt``, ``SystemExit``, a task's
+    cancellation) that ``error`` came from, if any: a rollback that failed because Ctrl-C
+    stopped the driver in the middle of a statement (PyMySQL's ``InterfaceError``)
+    looks like a lost connection, and retrying it would swallow the Ctrl-C."""
+    seen: set[int] = set()
+    cause = error.__context__
+    while cause is not None and id(cause) not in seen:
+        if not isinstance(cause, Exception):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__context__
+
+
+class Doors(Generic[E]):
+    """An engine (sync or async) and its four handles, one per :class:`Access`.
+
+    Args:
+        engine: The engine.
+        options: Execution options of each access.
+    """
+
+    __slots__ = ("_open", "engine")
+
+    def __init__(self, engine: E, options: AccessOptions) -> None:
+        self.engine: E = engine
+        self._open: dict[Access, Callable[[], Any]] = {}
+        for access, opts in options.items():
+            handle: Any = engine.execution_options(**opts)
+            self._open[access] = handle.begin if access in _WRITES else handle.connect
+
+    def connect(self, access: Access) -> Any:
+        """A connection context for ``access``: ``begin()`` for a write (a transaction,
+        committed at the end), ``connect()`` for a read (sync ``with`` or ``async
+        with`` as the engine is)."""
+        return self._open[access]()
+
+
+def access_options(qb: QueryBuilder, schema: str | None) -> dict[Access, dict[str, Any]]:
+    """Execution options of each :class:`Access` for a dialect and a schema.
+
+    Args:
+        qb: The dialect's query builder (its one-statement options).
+        schema: The schema of the tables (a ``schema_translate_map``), or None.
+
+    Returns:
+        The options of each access.
+    """
+    base: dict[str, Any] = {"schema_translate_map": {None: schema}} if schema else {}
+    return {
+        Access.READ: base,
+        Access.READ_ONE: {**base, **qb.one_statement_read_options},
+        Access.WRITE: {**base, WRITE_OPTION: True},
+        Access.WRITE_ONE: {**base, **qb.one_statement_write_options},
+    }
+
+
+class SyncRunner:
+    """Runs operations through a sync engine's door, checking the schema once and
+    retrying through transient failures.
+
+    Args:
+        sync: The sync engine's doors.
+        qb: The dialect's query builder (errors).
+        schema: The PostgreSQL schema of the tables, for the schema check.
+        retry_timeout: Seconds to retry an operation through transient failures
+            (:class:`~._engine.retry.Retry`).
+    """
+
+    def __init__(
+        self,
+        sync: Doors[Engine],
+        qb: QueryBuilder,
+        schema: str | None,
+        *,
+        retry_timeout: float = RETRY_TIMEOUT,
+    ) -> None:
+        self.sync = sync
+        self.qb = qb
+        self.schema = schema
+        self.retry_timeout = retry_timeout
+        self.schema_checked = False
+
+    def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """Run ``op(conn, *args)`` on a sync connection for ``access``, retried through
+        transient failures (see :class:`~._engine.retry.Retry`)."""
+        retry: Retry | None = None
+        while True:
+            try:
+                with self.sync.connect(access) as conn:
+                    if not self.schema_checked:
+                        self.check_schema(conn)
+                    return op(conn, *args)
+            except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
+                retry = retry or self.retry()
+                time.sleep(retry.pause(e))
+
+    def call(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` (work that opens its own connections, such as a migration),
+        retried through transient failures like :meth:`run`."""
+        retry: Retry | None = None
+        while True:
+            try:
+                return fn(*args)
+            except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
+                retry = retry or self.retry()
+                time.sleep(retry.pause(e))
+
+    def retry(self) -> Retry:
+        """A new :class:`~._engine.retry.Retry` for one call (its clock starts now)."""
+        return Retry(self.qb, self.retry_timeout, self.sync.engine.url, reached=self.reached)
+
+    def reached(self) -> bool:
+        """Whether the engine has connected to the database once (its dialect was
+        initialised by a first connection): until then a failure to connect is a
+        wrong URL or a server not started, raised at once (see :class:`~._engine.retry.Retry`)."""
+        return has_connected(self.sync.engine)
+
+    def drive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the sync door."""
+        steps = Steps(plan)
+        for access, op, args in steps:
+            steps.result = self.run(access, op, args)
+        return steps.value
+
+    def check_schema(self, conn: Connection) -> None:
+        """Once per runner: the database must be at the migration head this library
+        ships, so that a missing ``setup()`` is a clear error rather than raw SQL
+        failing."""
+        current = migrate.current_revision(conn, schema=self.schema)
+        head = migrate.head_revision()
+        if current != head:
+            where = shown_url(conn.engine.url)
+            if current is None or current in migrate.known_revisions():
+                raise SchemaOutOfDateError(
+                    f"The tables of langgraph-checkpoint-sqlalchemy (checkpoints and store) at "
+                    f"{where} are at revision {current or 'none'}, this version needs {head}. "
+                    "Run setup() once on the saver or the store (or: python -m "
+                    "langgraph.checkpoint.sqlalchemy upgrade --url URL)."
+                )
+            raise migrate.newer_schema_error(conn, current)
+        self.schema_checked = True
+
+
+class Steps(Generic[R]):
+    """The operations of a plan, for a driver's loop: iterating yields each operation,
+    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
+
+    __slots__ = ("_plan", "result", "value")
+
+    def __init__(self, plan: Plan[R]) -> None:
+        self._plan = plan
+        self.result: Any = None
+        self.value: R
+
+    def __iter__(self) -> Iterator[Call]:
+        try:
+            while True:
+                yield self._plan.send(self.result)
+        except StopIteration as done:
+            self.value = done.value

@@ -1,0 +1,171 @@
+"""What the saver and the store share as owners of engines: how they get their engines
+and doors, migrate, and close as context managers.
+
+:func:`wire` gives an instance its engines (the shared pair ``from_conn_string`` set on it,
+or the pair made from what the caller gave), query builder and :class:`~._engine.runner.Runner`;
+:class:`EngineOwner` adds ``setup``'s migration and ``with``/``async with`` around the
+owner's ``close``/``aclose``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dis
+import inspect
+from collections.abc import Coroutine, Generator
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+from typing_extensions import Self
+
+from langgraph.checkpoint.sqlalchemy import migrate
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access, access_options
+from langgraph.checkpoint.sqlalchemy._engine.engines import engine_pair
+from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
+from langgraph.checkpoint.sqlalchemy._engine.shared import SharedDoors
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder, query_builder
+from sqlalchemy import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = ["RAN", "EngineOwner", "Ran", "awaited_at_once", "wire"]
+
+
+def wire(
+    owner: Any,
+    engine: Engine | None,
+    async_engine: AsyncEngine | None,
+    schema: str | None,
+    retry_timeout: float,
+) -> None:
+    """Set ``owner``'s ``engine``, ``async_engine``, ``schema``, ``_qb`` and ``_doors``.
+
+    ``from_conn_string`` sets ``_pending_shared`` on the instance before ``__init__``: the
+    shared engine pair, disposed when its last user closes. Otherwise the engines given
+    are completed into a pair (:func:`._engine.engines.engine_pair`), the ones made here owned.
+
+    Raises:
+        ValueError: Neither engine given.
+        UnsupportedDialectError: The engine's dialect is not supported.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+    shared: SharedDoors | None = owner.__dict__.pop("_pending_shared", None)
+    if shared is None:
+        engine, async_engine, owned = engine_pair(engine, async_engine)
+    else:
+        engine, async_engine = shared.engine, shared.async_engine
+        owned = [engine, async_engine]  # disposed when the last of its users closes
+    owner.schema = schema
+    owner.engine = engine
+    owner.async_engine = async_engine
+    owner._qb = qb = query_builder(engine.dialect.name)
+    options = access_options(qb, schema)
+    doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
+    doors.retry_timeout = retry_timeout
+    owner._doors = doors
+
+
+#: Code flags of a coroutine or async generator body: the code that can ``await``.
+_ASYNC_BODY = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def awaited_at_once() -> bool:
+    """Whether the function that calls this was called as ``await obj.method()``: by a
+    coroutine running on this thread's event loop, whose next instruction awaits the
+    result (``GET_AWAITABLE``).
+
+    ``setup()`` then hands over to ``asetup()`` and keeps the loop free; called any other
+    way (a sync helper, a notebook cell, a result kept to await later) it must have done
+    its work when it returns, since sync methods work inside a running loop. Hand-written
+    rather than a library's: asyncio cannot tell whether a call's result will be awaited,
+    and the caller's bytecode is the one sign that cannot mistake a sync caller for an
+    awaiting one; when it cannot be read, the answer is False (the sync behaviour).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    if caller is None or not caller.f_code.co_flags & _ASYNC_BODY:
+        return False
+    after = next(
+        (i for i in dis.get_instructions(caller.f_code) if i.offset > caller.f_lasti), None
+    )
+    return after is not None and after.opname == "GET_AWAITABLE"
+
+
+class Ran(Coroutine[Any, Any, None]):
+    """What ``setup()`` returns when it has migrated (every call but ``await
+    saver.setup()``): a coroutine that is already done, so that whatever takes a coroutine
+    takes it (``asyncio.run``, ``create_task``, ``gather``, a later ``await``) and does
+    nothing more. Not awaiting it is harmless: it is no real coroutine, and Python does
+    not warn about it."""
+
+    __slots__ = ()
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise typ if val is None else val
+
+    def close(self) -> None:
+        return None
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+    def __repr__(self) -> str:
+        return "<setup done>"
+
+
+#: The one done :class:`Ran`, returned by every ``setup()`` that has migrated.
+RAN = Ran()
+
+
+class EngineOwner:
+    """``setup``'s migration and the context-manager protocol of an engine owner (the
+    saver, the store), which provides ``close`` and ``aclose``."""
+
+    schema: str | None
+    engine: Engine
+    async_engine: AsyncEngine
+    _qb: QueryBuilder
+    _doors: Runner
+
+    def close(self) -> None:  # provided by the owner
+        raise NotImplementedError
+
+    async def aclose(self) -> None:  # provided by the owner
+        raise NotImplementedError
+
+    def _migrate(self) -> None:
+        """Alembic ``upgrade head`` through the sync door (the migration lock, retries),
+        then no schema check is needed for this owner's operations."""
+        connect = self._doors.sync.connect
+        read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
+        self._doors.call(migrate.to_head, read, write, self.schema)
+        self._doors.schema_checked = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,263 @@
+"""The two doors of the saver: how its operations reach the database, sync and async.
+
+The sync door (:class:`~.doors.Doors` of the sync engine, :class:`~.doors.SyncRunner`) lives
+in :mod:`._engine.doors`; this module adds the async one. Async engines have one set of
+doors per event loop (:class:`PerLoopEngines`), because an async connection is used only on
+its own loop. :class:`Runner` runs an operation, a sync function on a ``Connection``,
+through either door (checking the schema once and retrying through transient failures, see
+:class:`~._engine.retry.Retry`), and runs a method's plan (:data:`~._engine.doors.Plan`) of
+operations.
+
+The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
+event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
+one loop. A saver used from successive ``asyncio.run()`` calls, or from threads each
+running a loop, therefore gives each loop an engine of its own: the first loop uses the
+saver's ``async_engine`` itself; any other loop that runs while it is in use gets a copy
+of it (same URL, dialect, options and pool settings, a new pool of its own, made by
+``Pool.recreate()``, which SQLAlchemy's ``Engine.dispose(close=False)`` uses too). When a
+loop is found closed, its engine's connections, which can no longer be awaited on, are
+dropped (``dispose(close=False)``) and the saver's engine is free for the next loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langgraph.checkpoint.sqlalchemy._engine.doors import (
+    AccessOptions,
+    Doors,
+    Plan,
+    Steps,
+    SyncRunner,
+    has_connected,
+    not_retried,
+)
+from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlalchemy._engine.doors import Access
+    from langgraph.checkpoint.sqlalchemy._engine.shared import SharedDoors
+
+#: Seconds a new loop waits for the primary engine's first connection (on another
+#: thread) to initialise the dialect; past it, it goes on and connects itself.
+_DIALECT_WAIT = 30.0
+
+
+R = TypeVar("R")
+
+
+def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
+    given: Any = engine.sync_engine
+    # An engine made by .execution_options() proxies its parent's pool: copy the parent,
+    # then apply the same options to the copy.
+    base = getattr(given, "_proxied", given)
+    sync = copy.copy(base)
+    sync.pool = base.pool.recreate()
+    if base is not given:
+        sync = sync.execution_options(**given.get_execution_options())
+    return AsyncEngine(sync)
+
+
+class PerLoopEngines:
+    """The saver's async engines, one per running event loop (see the module docstring).
+
+    Args:
+        primary: The saver's ``async_engine``.
+        options: Execution options of each access (see :class:`Doors`).
+    """
+
+    def __init__(self, primary: AsyncEngine, options: AccessOptions) -> None:
+        self.primary = primary
+        self._options = options
+        self._by_loop: dict[asyncio.AbstractEventLoop, Doors[AsyncEngine]] = {}
+        self._lock = threading.Lock()
+        # A copy shares the primary's dialect, which SQLAlchemy initialises on the
+        # primary's first connection (once, for all copies): copies wait for it.
+        self._dialect_ready = threading.Event()
+        if has_connected(primary.sync_engine):
+            self._dialect_ready.set()  # initialised already (the engine was used)
+        else:
+            event.listen(primary.sync_engine, "connect", self._on_primary_connect)
+
+    def current(self) -> Doors[AsyncEngine]:
+        """The engines of the running event loop (made on its first use)."""
+        loop = asyncio.get_running_loop()
+        found = self._by_loop.get(loop)
+        return found if found is not None else self._add(loop)
+
+    def _on_primary_connect(self, _dbapi_connection: Any, _record: Any) -> None:
+        # Runs after SQLAlchemy's own first-connect listener has initialised the dialect.
+        self._dialect_ready.set()
+
+    def _add(self, loop: asyncio.AbstractEventLoop) -> Doors[AsyncEngine]:
+        with self._lock:
+            for old in [known for known in self._by_loop if known.is_closed()]:
+                # Its loop is gone: nothing can be awaited on its connections any more.
+                self._by_loop.pop(old).engine.sync_engine.dispose(close=False)
+            if loop in self._by_loop:
+                return self._by_loop[loop]
+            if all(e.engine is not self.primary for e in self._by_loop.values()):
+                found = self._by_loop[loop] = Doors(self.primary, self._options)
+                return found
+        # The primary serves another loop, on another thread: wait (this thread only)
+        # until its first connection has initialised the shared dialect, then copy it.
+        self._dialect_ready.wait(_DIALECT_WAIT)
+        engine = _copy_engine(self.primary)
+        with self._lock:
+            return self._by_loop.setdefault(loop, Doors(engine, self._options))
+
+    def _take_all(self) -> list[tuple[asyncio.AbstractEventLoop, AsyncEngine]]:
+        with self._lock:
+            taken = [(loop, e.engine) for loop, e in self._by_loop.items()]
+            self._by_loop.clear()
+        return taken
+
+    def close(self, *, dispose_primary: bool) -> None:
+        """Drop every loop's pooled connections without awaiting (sync ``close()``);
+        the primary engine's too only if ``dispose_primary`` (the saver made it)."""
+        for _, engine in self._take_all():
+            if engine is not self.primary or dispose_primary:
+                engine.sync_engine.dispose(close=False)
+        if dispose_primary:
+            self.primary.sync_engine.dispose(close=False)
+
+    async def aclose(self, *, dispose_primary: bool) -> None:
+        """Close the running loop's connections properly; those of another loop are
+        closed on that loop if it still runs, else dropped."""
+        running = asyncio.get_running_loop()
+        for loop, engine in self._take_all():
+            if engine is self.primary and not dispose_primary:
+                continue
+            if loop is running:
+                await engine.dispose()
+            elif loop.is_closed() or not loop.is_running():
+                engine.sync_engine.dispose(close=False)
+            else:
+                asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
+        if dispose_primary:
+            await self.primary.dispose()  # no-op unless connections were made since
+
+
+class Runner(SyncRunner):
+    """Runs the saver's operations through its two doors: the sync one of
+    :class:`~._engine.doors.SyncRunner` (``run``, ``drive``, ``call``, the schema check) and the
+    async one of each event loop (``arun``, ``adrive``).
+
+    Args:
+        engine: The sync engine.
+        async_engine: The async engine (copied for other event loops).
+        options: Execution options of each access.
+        qb: The dialect's query builder (errors, ``async_in_thread``).
+        schema: The PostgreSQL schema of the tables, for the schema check.
+        owned: The engines the saver made, disposed by :meth:`close`.
+        shared: The shared doors of ``from_conn_string`` (or None: the saver's own).
+        retry_timeout: Seconds to retry an operation through transient failures
+            (:class:`~._engine.retry.Retry`).
+
+    Attributes:
+        keeper: The connection that keeps a shared in-memory SQLite database alive
+            (``from_conn_string(":memory:")``), closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        async_engine: AsyncEngine,
+        options: AccessOptions,
+        qb: QueryBuilder,
+        schema: str | None,
+        *,
+        owned: list[Engine | AsyncEngine],
+        shared: SharedDoors | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+    ) -> None:
+        if shared is not None:
+            sync, self.per_loop = shared.sync, shared.per_loop
+        else:
+            sync = Doors(engine, options)
+            # One async engine per event loop: any loop, any thread.
+            self.per_loop = PerLoopEngines(async_engine, options)
+        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
+        self.owned = owned
+        self.keeper: sqlite3.Connection | None = None
+        self.shared = shared
+        self._released = False
+
+    def reached(self) -> bool:
+        """Whether the sync engine or the async one (on any loop) has connected once."""
+        return super().reached() or has_connected(self.per_loop.primary.sync_engine)
+
+    def close(self) -> None:
+        """Dispose the engines the saver made (shared ones when their last user
+        closes); async pools are dropped without awaiting."""
+        if self._disposes():
+            self._dispose_sync()
+            self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    async def aclose(self) -> None:
+        """Dispose the engines the saver made (shared ones when their last user
+        closes), closing async connections properly."""
+        if self._disposes():
+            self._dispose_sync()
+            await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
+        self._release_keeper()
+
+    def _disposes(self) -> bool:
+        """Whether this close disposes the engines: always for the saver's own; for
+        shared doors only at the close of their last user, and once per saver."""
+        if self.shared is None:
+            return not self._released
+        shared, self.shared = self.shared, None
+        self._released = True
+        return shared.release()
+
+    def _dispose_sync(self) -> None:
+        for engine in self.owned:
+            if not isinstance(engine, AsyncEngine):
+                engine.dispose()
+
+    def _owns(self, engine: Engine | AsyncEngine) -> bool:
+        return any(e is engine for e in self.owned)
+
+    def _release_keeper(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper = None
+
+    async def arun(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
+        """:meth:`run` for the async methods: the same function through
+        ``AsyncConnection.run_sync`` on the running loop's engine, or, where the dialect
+        says so, :meth:`run` itself in a worker thread."""
+        if self.qb.async_in_thread:
+            # The same sync function on the sync engine, in one worker thread (see
+            # QueryBuilder.async_in_thread): the event loop is never blocked.
+            return await asyncio.to_thread(self.run, access, op, args)
+        conn: AsyncConnection
+        retry: Retry | None = None
+        while True:
+            try:
+                async with self.per_loop.current().connect(access) as conn:
+                    if not self.schema_checked:
+                        await conn.run_sync(self.check_schema)
+                    return await conn.run_sync(op, *args)
+            except (DBAPIError, ConnectionError) as e:
+                not_retried(e)
+                retry = retry or self.retry()
+                await asyncio.sleep(retry.pause(e))
+
+    async def adrive(self, plan: Plan[R]) -> R:
+        """Run a plan's operations one after the other through the async door."""
+        steps = Steps(plan)
+        for access, op, args in steps:
+            steps.result = await self.arun(access, op, args)
+        return steps.value

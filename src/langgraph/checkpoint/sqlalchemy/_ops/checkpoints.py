@@ -1,0 +1,495 @@
+"""Database operations of the saver, each written once as a sync function on a Connection.
+
+The saver's sync methods call these directly inside ``engine.begin()`` /
+``engine.connect()``; its async methods call the very same functions through
+``AsyncConnection.run_sync``. Nothing here decodes channel values or writes: the
+functions move rows, and the saver turns rows into ``CheckpointTuple`` objects after the
+connection went back to the pool.
+
+Statements are built once per dialect (:class:`Statements`) with bound parameters.
+Those of a graph step (store a checkpoint, its values and pending writes; read a
+checkpoint and its values) run through :mod:`._engine.cursor`: compiled once, executed on the
+DBAPI cursor. The others go through ``Connection.execute`` and SQLAlchemy's
+compiled-statement cache.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
+from langgraph.checkpoint.sqlalchemy._codec.damage import row_damage
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import CheckpointConflictError
+from langgraph.checkpoint.sqlalchemy.schema import (
+    blobs,
+    checkpoints,
+    full_name,
+    metadata_index,
+    read_json,
+    writes,
+)
+from sqlalchemy import Connection, Select, bindparam, delete, select
+
+CheckpointKey = tuple[str, str, str]
+"""``(thread_id, checkpoint_ns, checkpoint_id)``."""
+BlobKey = tuple[str, str, str, str]
+"""``(thread_id, checkpoint_ns, channel, version)``."""
+
+CHECKPOINT_COLUMNS = (
+    checkpoints.c.thread_id,
+    checkpoints.c.checkpoint_ns,
+    checkpoints.c.checkpoint_id,
+    checkpoints.c.parent_checkpoint_id,
+    checkpoints.c.type,
+    checkpoints.c.checkpoint,
+    # JSON read so that a forged document cannot fail the fetch (schema.JsonRead).
+    read_json(checkpoints.c.metadata),
+    read_json(checkpoints.c.value_versions),
+    checkpoints.c.inline_values,
+    checkpoints.c.thread_id_full,
+    checkpoints.c.checkpoint_ns_full,
+)
+_WRITE_COLUMNS = (
+    writes.c.thread_id,
+    writes.c.checkpoint_ns,
+    writes.c.checkpoint_id,
+    writes.c.task_id,
+    writes.c.task_path,
+    writes.c.idx,
+    writes.c.channel,
+    writes.c.type,
+    writes.c.blob,
+)
+
+
+class Statements:
+    """The saver's fixed statements, built once from a :class:`QueryBuilder`."""
+
+    def __init__(self, qb: QueryBuilder) -> None:
+        self.qb = qb
+        self.put_checkpoint = qb.upsert(
+            checkpoints,
+            [
+                "parent_checkpoint_id",
+                "run_id",
+                "source",
+                "step",
+                "type",
+                "checkpoint",
+                "metadata",
+                "value_versions",
+                "inline_values",
+            ],
+        )
+        self.put_blobs = qb.insert_ignore(blobs)
+        self.put_metadata_index = qb.insert_ignore(metadata_index)
+        # The keys whose index rows are complete, read once (:meth:`indexed_keys`).
+        self._registered: frozenset[str] | None = None
+        self.put_writes_first_wins = qb.insert_ignore(writes)
+        self.put_writes_replace = qb.upsert(writes, ["task_path", "channel", "type", "blob"])
+        where_ns = (
+            checkpoints.c.thread_id == bindparam("thread_id"),
+            checkpoints.c.checkpoint_ns == bindparam("checkpoint_ns"),
+        )
+        latest = qb.newest_first(select(*CHECKPOINT_COLUMNS), checkpoints)
+        by_id = select(*CHECKPOINT_COLUMNS).where(
+            *where_ns, checkpoints.c.checkpoint_id == bindparam("checkpoint_id")
+        )
+        # One statement reads a checkpoint and its writes: the row joined to its writes
+        # (one result row a write, or one with NULL write columns).
+        self.latest = _with_writes(latest)
+        self.by_id = _with_writes(by_id)
+        self.newest_id = qb.newest_first(select(checkpoints.c.checkpoint_id), checkpoints)
+        self._blob_columns = (
+            blobs.c.thread_id,
+            blobs.c.checkpoint_ns,
+            blobs.c.channel,
+            blobs.c.version,
+        )
+        self._write_key = (writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id)
+        # Statements per number of keys, built once (the dict holds at most
+        # qb.in_list_chunk entries each).
+        self._blobs_in: dict[int, Any] = {}
+        self._writes_in: dict[int, Any] = {}
+        self.delete_thread = [
+            delete(t).where(t.c.thread_id == bindparam("thread_id"))
+            for t in (writes, blobs, metadata_index, checkpoints)
+        ]
+        # Multi-row forms of the inserts (see _driver.insert_rows).
+        self._many: dict[tuple[int, tuple[str, ...], int], Any] = {}
+        self._combined: dict[tuple[tuple[str, ...], int], Any] = {}
+        # Where the dialect runs data-changing statements in a WITH clause: deleting a
+        # thread is one statement (one round trip, atomic on its own).
+        self.delete_thread_one = (
+            qb.combine_writes(self.delete_thread[-1], *self.delete_thread[:-1])
+            if qb.dml_in_cte
+            else None
+        )
+
+    def put_with_blobs(
+        self, blobs: Sequence[dict[str, Any]], checkpoint: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any]]:
+        """The checkpoint upsert carrying the insert of its blob rows in its ``WITH``
+        clause (:meth:`.QueryBuilder.combine_writes`), and its parameters."""
+        columns = tuple(blobs[0])
+        stmt = self._combined.get((columns, len(blobs)))
+        if stmt is None:
+            form = _driver.many_form(self.put_blobs, columns, len(blobs), self._many)
+            stmt = self._combined[(columns, len(blobs))] = self.qb.combine_writes(
+                self.put_checkpoint, form
+            )
+        return stmt, {**_driver.many_params(blobs, columns), **checkpoint}
+
+    def indexed_keys(self, conn: Connection, *, fresh: bool = False) -> frozenset[str]:
+        """The keys a metadata filter may find through :data:`.schema.metadata_index`
+        (:func:`._ops.metaindex.registered`), read on the first filtered listing (or again
+        when ``fresh``: ``setup()``) and kept for the saver's life (a key registered later
+        is found by a scan until a restart: slower, never wrong). Empty where the dialect
+        keeps no such rows."""
+        if self._registered is None or fresh:
+            found = _metaindex.registered(conn) if self.qb.metadata_index_rows else frozenset()
+            self._registered = found
+        return self._registered
+
+    def key(self, conn: Connection) -> Any:
+        """What SQL compiled for ``conn`` depends on (:meth:`.QueryBuilder.compile_key`)."""
+        return self.qb.compile_key(conn.dialect)
+
+    def insert_rows(self, conn: Connection, name: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Run the insert ``name`` (``put_blobs``, ``put_writes_first_wins`` or
+        ``put_writes_replace``) for ``rows`` (:func:`._engine.cursor.insert_rows`)."""
+        _driver.insert_rows(conn, getattr(self, name), rows, self.key(conn), self._many)
+
+    def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
+        """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
+        keys (at most ``qb.in_list_chunk``). Thread and namespace as read from a key
+        column (:class:`.schema.StoredKey`), not names: PostgreSQL binds them as text
+        arrays, which :class:`.schema.NameKey` does not map."""
+        stmt = self._blobs_in.get(len(keys))
+        if stmt is None:
+            stmt = select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
+                self.qb.keys_in(self._blob_columns, len(keys))
+            )
+            self._blobs_in[len(keys)] = stmt
+        return conn.execute(stmt, self.qb.keys_params(keys))
+
+    def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
+        """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
+        checkpoints (at most ``qb.in_list_chunk``); keys as read, as for :meth:`blobs_in`."""
+        stmt = self._writes_in.get(len(keys))
+        if stmt is None:
+            stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
+            self._writes_in[len(keys)] = stmt
+        return _driver.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+
+
+_SHARED: dict[type[QueryBuilder], Statements] = {}
+
+
+def statements_for(qb: QueryBuilder) -> Statements:
+    """The saver's :class:`Statements`, their constructs built once per dialect.
+
+    The constructs depend only on the builder's class (its dialect family), never on a
+    saver's engine or schema (the schema is an execution option), so the savers of one
+    dialect share them: a short-lived saver does not rebuild them (about 2 ms), and
+    SQLAlchemy's compiled cache, keyed by construct, serves all of them. ``qb`` stays the
+    saver's own: it holds per-server facts (MySQL's packet limit).
+
+    Args:
+        qb: The saver's query builder.
+
+    Returns:
+        Statements whose :attr:`~Statements.qb` is ``qb``.
+    """
+    shared = _SHARED.get(type(qb))
+    if shared is None:
+        shared = _SHARED.setdefault(type(qb), Statements(qb))
+    st = copy.copy(shared)
+    st.qb = qb
+    return st
+
+
+def _with_writes(checkpoint: Select[Any]) -> Select[Any]:
+    c = checkpoint.subquery("lgsa_c")
+    w = writes
+    return select(
+        *c.c,
+        w.c.task_id,
+        w.c.task_path,
+        w.c.idx,
+        w.c.channel,
+        w.c.type.label("write_type"),
+        w.c.blob.label("write_blob"),
+    ).select_from(
+        c.outerjoin(
+            w,
+            (w.c.thread_id == c.c.thread_id)
+            & (w.c.checkpoint_ns == c.c.checkpoint_ns)
+            & (w.c.checkpoint_id == c.c.checkpoint_id),
+        )
+    )
+
+
+@dataclass
+class CheckpointRecord:
+    """A checkpoint row with its decoded checkpoint, its channel values and its writes.
+
+    Attributes:
+        row: The 11 columns ``(thread_id, checkpoint_ns, checkpoint_id,
+            parent_checkpoint_id, type, checkpoint, metadata, value_versions,
+            inline_values, thread_id_full, checkpoint_ns_full)`` of the checkpoints
+            table (all but ``run_id``, ``source`` and ``step``, which only filter), read
+            by name; from :func:`get_checkpoint` also the columns of one joined write
+            (``task_id``, ``task_path``, ``idx``, ``channel``, ``write_type``,
+            ``write_blob``), read into :attr:`writes`. ``thread_id`` and
+            ``checkpoint_ns`` are keys (:func:`.schema.name_key`), :attr:`thread_id` and
+            :attr:`checkpoint_ns` the names.
+        values: ``{channel: (type, blob)}`` of the channels that store a value (those in
+            the row's ``inline_values`` first, then those found in the blobs table).
+        writes: ``[(task_id, task_path, idx, channel, type, blob)]`` unordered.
+    """
+
+    row: Any  # a Row of CHECKPOINT_COLUMNS, read by attribute name
+    values: dict[str, tuple[str, bytes | None]] = field(default_factory=dict)
+    writes: list[tuple[str, str, int, str, str, bytes | None]] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    """The row's ``value_versions``, checked (empty when the row is damaged)."""
+    damaged: tuple[str, str] | None = None
+    """``(part, why)`` of the first column of the row that cannot be read (a damaged or
+    forged row: :func:`row_damage`), else None."""
+    incomplete: bool = False
+    """A channel's blob was not found: deleted between two statements of a read outside
+    a transaction (a concurrent prune), or missing from the database."""
+
+    @property
+    def thread_id(self) -> str:
+        """The thread id (full text, not its key)."""
+        return full_name(self.row.thread_id, self.row.thread_id_full)
+
+    @property
+    def checkpoint_ns(self) -> str:
+        """The namespace (full text, not its key)."""
+        return full_name(self.row.checkpoint_ns, self.row.checkpoint_ns_full)
+
+    @classmethod
+    def of(cls, row: Any) -> CheckpointRecord:
+        """The record of a checkpoint row, its columns checked (:func:`row_damage`) and
+        its ``inline_values`` unpacked (no value is decoded: the container holds only
+        names and bytes). A row that fails a check is a record with :attr:`damaged`
+        set, never an exception: one forged row must not break a listing."""
+        damage = row_damage(row)
+        if damage is not None:
+            return cls(row, damaged=damage)
+        try:
+            values = _inline.unpack(row.inline_values)
+        except ValueError as e:
+            return cls(row, damaged=("inline_values", str(e)))
+        return cls(row, values, versions=row.value_versions)
+
+
+class CheckpointRows(NamedTuple):
+    """What storing one checkpoint writes, encoded already (:mod:`._codec.rows`).
+
+    Attributes:
+        checkpoint: The checkpoints-table row.
+        blobs: Rows of the blobs table: the channel values it introduces.
+        writes: Rows of the writes table stored with it (transfer's copy and import);
+            empty for ``put``.
+        metadata_rows: Rows of the metadata index (:mod:`._ops.metaindex`), where the
+            dialect keeps one.
+    """
+
+    checkpoint: dict[str, Any]
+    blobs: Sequence[dict[str, Any]]
+    writes: Sequence[dict[str, Any]] = ()
+    metadata_rows: Sequence[dict[str, Any]] = ()
+
+
+def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
+    """Store one checkpoint row, the channel values it introduces and its pending writes
+    (if any, first), in one transaction.
+
+    Blobs and writes are first-write-wins (a version names one value; a write is
+    recorded once); the checkpoint row is an upsert, so storing a checkpoint id twice
+    keeps the last one (LangGraph contract). Storing the writes first means a checkpoint
+    present in the database always has them.
+    """
+    if rows.writes:
+        put_writes(conn, st, rows.writes, False)
+    if rows.metadata_rows:
+        # First-write-wins: a row left by an earlier put of this checkpoint id with
+        # other metadata only widens what a filter rechecks.
+        st.insert_rows(conn, "put_metadata_index", rows.metadata_rows)
+    batches = _by_size(conn, st, rows.blobs)
+    if len(batches) == 1 and one_statement(st, rows):
+        stmt, params = st.put_with_blobs(batches[0], rows.checkpoint)
+        _driver.execute(conn, stmt, params, st.key(conn))
+        return
+    for batch in batches:
+        st.insert_rows(conn, "put_blobs", batch)
+    _driver.execute(conn, st.put_checkpoint, rows.checkpoint, st.key(conn))
+
+
+def one_statement(st: Statements, rows: CheckpointRows) -> bool:
+    """Whether :func:`put` stores ``rows`` in one statement, atomic on its own (no
+    transaction needed around it): a checkpoint row alone, or, where the dialect runs
+    inserts in a ``WITH`` clause, with blob rows that fit one multi-row insert."""
+    if rows.writes or rows.metadata_rows:
+        return False
+    if not rows.blobs:
+        return True
+    return (
+        st.qb.dml_in_cte
+        and len(rows.blobs) <= _driver.MANY_ROWS
+        and sum(len(b["blob"] or b"") for b in rows.blobs) <= BATCH_BYTES
+    )
+
+
+def put_checked(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
+    """:func:`put`, refusing a checkpoint whose parent is no longer the newest checkpoint
+    of its ``(thread_id, checkpoint_ns)`` (``detect_conflicts``).
+
+    The check and the write run under the namespace's write lock
+    (:meth:`.QueryBuilder.write_lock`), so two runs that started from the same checkpoint
+    cannot both pass it.
+
+    Raises:
+        CheckpointConflictError: Another checkpoint was stored since the parent.
+    """
+    row = rows.checkpoint
+    thread_id, ns = row["thread_id"], row["checkpoint_ns"]
+    with st.qb.write_lock(conn, thread_id, ns):
+        newest = conn.execute(st.newest_id, {"thread_id": thread_id, "checkpoint_ns": ns}).scalar()
+        parent = row["parent_checkpoint_id"]
+        if newest is not None and newest not in (parent, row["checkpoint_id"]):
+            raise CheckpointConflictError(thread_id, ns, parent, newest)
+        put(conn, st, rows)
+
+
+def put_writes(
+    conn: Connection, st: Statements, rows: Sequence[dict[str, Any]], replace: bool
+) -> None:
+    """Store the pending writes of one task.
+
+    Args:
+        conn: Connection inside a transaction.
+        st: The saver's statements.
+        rows: One dict a write: the columns of the writes table.
+        replace: Overwrite existing rows (a batch of special channels only: errors,
+            interrupts, resumes, scheduled) instead of first-write-wins.
+    """
+    name = "put_writes_replace" if replace else "put_writes_first_wins"
+    for batch in _by_size(conn, st, rows):
+        st.insert_rows(conn, name, batch)
+
+
+def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
+    """Delete every row of ``thread_id`` in every table and namespace: one statement
+    where the dialect runs deletes in a ``WITH`` clause, else three (in a transaction)."""
+    if st.delete_thread_one is not None:
+        _driver.execute(conn, st.delete_thread_one, {"thread_id": thread_id}, st.key(conn))
+        return
+    for stmt in st.delete_thread:
+        conn.execute(stmt, {"thread_id": thread_id})
+
+
+def get_checkpoint(
+    conn: Connection,
+    st: Statements,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> CheckpointRecord | None:
+    """Fetch one checkpoint (the latest of the namespace when ``checkpoint_id`` is None).
+
+    The saver runs it outside a transaction first (one statement needs none; see
+    :attr:`.QueryBuilder.one_statement_read_options`) and again inside one when a blob
+    was missing (``incomplete``).
+
+    One statement for a checkpoint whose values are all in its row (``inline_values``):
+    the row joined to its writes; a second one reads the blobs of its other channel
+    values (``value_versions``).
+    """
+    params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if checkpoint_id:
+        params["checkpoint_id"] = checkpoint_id
+        rows = _driver.rows(conn, st.by_id, params, st.key(conn))
+    else:
+        rows = _driver.rows(conn, st.latest, params, st.key(conn))
+    if not rows:
+        return None
+    row = rows[0]
+    record = CheckpointRecord.of(row)
+    if (record.thread_id, record.checkpoint_ns) != (thread_id, checkpoint_ns):
+        return None  # another name with the same digest key: never trust a digest alone
+    record.writes = [
+        (w.task_id, w.task_path, w.idx, w.channel, w.write_type, w.write_blob)
+        for w in rows
+        if w.task_id is not None
+    ]
+    keys = [
+        (row.thread_id, row.checkpoint_ns, ch, v)  # keys as stored
+        for ch, v in record.versions.items()  # empty for a damaged row
+        if ch not in record.values
+    ]
+    for chunk in chunks(keys, st.qb.in_list_chunk):
+        for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
+            record.values[channel] = (type_, blob)
+    record.incomplete = any(k[2] not in record.values for k in keys)
+    return record
+
+
+#: Bytes of values sent in one multi-row INSERT. Rows are batched by SQLAlchemy by
+#: count; large values are split here so that one statement stays well under MySQL's
+#: ``max_allowed_packet`` (a value larger on its own still goes alone).
+BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _by_size(
+    conn: Connection, st: Statements, rows: Sequence[dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
+    """Rows in batches of at most :data:`BATCH_BYTES` of values (and under the server's
+    per-statement limit), checking every value against that limit before anything is
+    sent.
+
+    Raises:
+        ValueTooLargeError: A value is larger than the server takes in one statement.
+    """
+    limit = st.qb.value_limit(conn)
+    budget = min(BATCH_BYTES, limit) if limit else BATCH_BYTES
+    if limit:
+        for row in rows:
+            n = len(row["blob"] or b"")
+            if n > limit:
+                raise st.qb.too_large(n, limit)
+    batches: list[list[dict[str, Any]]] = []
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        n = len(row["blob"] or b"")
+        if batch and size + n > budget:
+            batches.append(batch)
+            batch, size = [], 0
+        batch.append(row)
+        size += n
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (at least 1)."""
+    size = max(1, size)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def registered_keys(conn: Connection, st: Statements) -> frozenset[str]:
+    """The metadata keys the database indexes completely, read now
+    (:meth:`Statements.indexed_keys`)."""
+    return st.indexed_keys(conn, fresh=True)

@@ -1,0 +1,244 @@
+"""The plans: the steps of each saver method, shared by its sync and async twins.
+
+A plan is a generator (:data:`.._engine.doors.Plan`) that checks and encodes a call's
+arguments (:mod:`.._codec.rows`), yields each database operation to run as ``(access, op,
+args)`` (operations of :mod:`.._ops`), receives what it returned, and returns the method's
+result. ``Runner.drive`` runs a plan on the sync engine, ``Runner.adrive`` on the async one:
+the method's logic is written once here, and the saver's two doors only differ in how they
+run it. :class:`Pages` is the plan of ``list()``, which yields checkpoints page by page
+instead of returning once.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+
+from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
+from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
+from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
+from langgraph.checkpoint.sqlalchemy._ops import browse as _browse
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import history as _history
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
+from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
+from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+
+__all__ = ["Pages", "Plans", "PutArgs"]
+
+# Short names of the contract's parameter types, for the plans' signatures.
+Config = RunnableConfig
+Meta = CheckpointMetadata
+Versions = ChannelVersions
+Writes = Sequence[PendingWrite] | None
+#: The arguments of one ``put_with_writes``.
+PutArgs = tuple[Config, Checkpoint, Meta, Versions, Sequence[PendingWrite]]
+
+
+class Plans:
+    """The plans of one saver's methods.
+
+    Args:
+        codec: The saver's codec (arguments in, tuples out).
+        st: The saver's statements (its dialect's query builder).
+        detect_conflicts: Check a run's checkpoints for conflicts (see the saver's
+            argument of that name).
+    """
+
+    def __init__(
+        self, codec: _codec.Codec, st: _ops.Statements, *, detect_conflicts: bool = False
+    ) -> None:
+        self.codec = codec
+        self.st = st
+        self.detect_conflicts = detect_conflicts
+
+    def with_codec(self, codec: _codec.Codec) -> Plans:
+        """These plans with another codec (a saver cloned with another serializer)."""
+        return Plans(codec, self.st, detect_conflicts=self.detect_conflicts)
+
+    def get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+        key = _codec.checkpoint_key(config)
+        rec = yield Access.READ_ONE, _ops.get_checkpoint, (self.st, *key)
+        if rec is not None and rec.incomplete:
+            rec = yield Access.READ, _ops.get_checkpoint, (self.st, *key)
+        return self.codec.to_tuple(rec) if rec is not None else None
+
+    def put(
+        self, config: Config, cp: Checkpoint, meta: Meta, versions: Versions, writes: Writes = None
+    ) -> Plan[RunnableConfig]:
+        """``put`` (``writes`` None) or ``put_with_writes`` (``writes`` given)."""
+        rows, stored = self.codec.put_rows(config, cp, meta, versions)
+        if writes is None:  # a run's put (transfer copies histories as they are)
+            row = rows.checkpoint
+            _codec.check_child_order(row["checkpoint_id"], row["parent_checkpoint_id"])
+        if writes is not None:
+            # transfer: the writes in the same transaction, no conflict check.
+            rows = rows._replace(writes=self.codec.pending_rows(stored, writes))
+            yield Access.WRITE, _ops.put, (self.st, rows)
+        elif self.detect_conflicts and rows.checkpoint["metadata"].get("source") in (
+            "input",
+            "loop",
+        ):
+            # A run's step (source input/loop), checked for conflicts.
+            yield Access.WRITE, _ops.put_checked, (self.st, rows)
+        else:
+            # A put of one statement (values all in the checkpoint row, or its blob rows
+            # in the statement's WITH clause on PostgreSQL) is atomic on its own: no
+            # transaction around it (saving BEGIN and COMMIT: two driver calls on
+            # SQLite, two round trips on PostgreSQL).
+            one = _ops.one_statement(self.st, rows)
+            yield (Access.WRITE_ONE if one else Access.WRITE), _ops.put, (self.st, rows)
+        return stored
+
+    def put_all(self, items: Callable[[], Iterable[PutArgs]]) -> Plan[int]:
+        """``put_all_with_writes``: every checkpoint of ``items()`` in one transaction."""
+        stored: int = yield Access.WRITE, _put_all, (self, items)
+        return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Plan[None]:
+        rows, replace = self.codec.write_rows(config, writes, task_id, task_path)
+        if rows:
+            # One multi-row INSERT, atomic on its own, when its values fit one batch.
+            size = sum(len(r["blob"] or b"") for r in rows)
+            access = Access.WRITE_ONE if size <= _ops.BATCH_BYTES else Access.WRITE
+            yield access, _ops.put_writes, (self.st, rows, replace)
+
+    def delete_thread(self, thread_id: str) -> Plan[None]:
+        one = self.st.delete_thread_one is not None
+        access = Access.WRITE_ONE if one else Access.WRITE
+        yield access, _ops.delete_thread, (self.st, _ids.thread(thread_id))
+
+    def delta_history(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Plan[dict[str, DeltaChannelHistory]]:
+        if not channels:
+            return {}
+        key = _codec.checkpoint_key(config)
+        unique = list(dict.fromkeys(channels))
+        raw = yield Access.READ, _history.history, (self.st, *key, unique)
+        return self.codec.histories(raw, channels, key[0], key[1])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
+        keys = _codec.run_keys(run_ids)
+        if keys:
+            yield Access.WRITE, _maintenance.delete_for_runs, (self.st, keys)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
+        source, target = _ids.thread(source_thread_id), _ids.thread(target_thread_id)
+        yield Access.WRITE, _maintenance.copy_thread, (source, target)
+
+    def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+        """Each thread in its own transaction; every argument checked before the first."""
+        threads = [_ids.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
+        op: Callable[..., None]
+        extra: tuple[Any, ...]
+        if strategy == "delete":
+            op, extra = _ops.delete_thread, ()
+        elif strategy == "keep_latest":
+            op, extra = _maintenance.prune_keep_latest, (self.codec.pending_delta_channels,)
+        else:
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+        for t in threads:
+            yield Access.WRITE, op, (self.st, t, *extra)
+
+    def list_threads(
+        self, limit: int | None, offset: int, idle_for: timedelta | None, after: object
+    ) -> Plan[builtins.list[ThreadInfo]]:
+        return _browse.threads_plan(self.st, limit, offset, idle_for, after)
+
+    def registered_keys(self) -> Plan[frozenset[str]]:
+        if not self.st.qb.metadata_index_rows:
+            return frozenset()  # PostgreSQL: no index rows, no connection
+        keys: frozenset[str] = yield Access.READ, _ops.registered_keys, (self.st,)
+        return keys
+
+    def reindex_metadata(self) -> Plan[list[str]]:
+        keys = self.codec.index_keys
+        done: list[str] = yield Access.WRITE, _maintenance.reindex_metadata, (self.st, keys)
+        return done
+
+    def storage_stats(
+        self, thread_id: str | None, estimate: bool
+    ) -> Plan[dict[str, dict[str, int]]]:
+        key = _ids.thread(thread_id) if thread_id is not None else None
+        call = Access.READ, _browse.storage_stats, (self.st, key, bool(estimate))
+        stats: dict[str, dict[str, int]] = yield call
+        return stats
+
+
+def _put_all(conn: Any, plans: Plans, items: Callable[[], Iterable[PutArgs]]) -> int:
+    """Run the plan of ``put_with_writes`` for each of ``items()`` on ``conn``, inside
+    the caller's one transaction; how many were stored. A retry of the transaction
+    calls ``items`` again."""
+    stored = 0
+    for args in items():
+        steps = Steps(plans.put(*args))
+        for _access, op, op_args in steps:
+            steps.result = op(conn, *op_args)
+        stored += 1
+    return stored
+
+
+class Pages:
+    """The pages of one ``list()`` call: iterating gives the call that fetches the next
+    page, :meth:`decoded` the checkpoints of a fetched page, until done or ``limit``.
+
+    Args:
+        codec: Decodes the records.
+        query: The listing's conditions.
+        limit: Most checkpoints listed, None for all.
+        size: Checkpoints a page.
+
+    Raises:
+        ValueError: ``limit`` not None or an int from 0 to 2**63 - 1.
+    """
+
+    def __init__(
+        self, codec: _codec.Codec, query: _listing.ListQuery, limit: int | None, size: int
+    ) -> None:
+        _ids.check_count("limit", limit, none=True)
+        self.codec = codec
+        self.query = query
+        self.size = size
+        self.remaining = limit
+        self.cursor: _ops.CheckpointKey | None = None
+        self.done = limit == 0
+
+    def _requested(self) -> int:
+        return self.size if self.remaining is None else min(self.size, self.remaining)
+
+    def __iter__(self) -> Iterator[Call]:
+        while not self.done:
+            args = (self.codec.st, self.query, self.cursor, self._requested())
+            yield Access.READ, _listing.list_page, args
+
+    def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
+        """Take a fetched page (moving the cursor past it) and decode its records lazily,
+        skipping (and logging) those that cannot be decoded."""
+        requested = self._requested()
+        if self.remaining is not None:
+            self.remaining -= len(page)
+        if len(page) < requested or self.remaining == 0:
+            self.done = True
+        elif page:
+            last = page[-1].row
+            self.cursor = (last.thread_id, last.checkpoint_ns, last.checkpoint_id)
+        return (tup for rec in page if (tup := self.codec.listed(rec)) is not None)

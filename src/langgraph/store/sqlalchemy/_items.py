@@ -1,0 +1,453 @@
+"""The store's writes and the shapes its operations share, each operation a sync function
+on a SQLAlchemy ``Connection`` (the reads are in :mod:`._reads`).
+
+The store's sync methods run them on its sync engine, its async methods through the
+async door (``AsyncConnection.run_sync``, or a worker thread on SQLite): one
+implementation, two doors (:class:`~langgraph.checkpoint.sqlalchemy._engine.runner.Runner`).
+:func:`._reads.run_batch` runs a whole ``batch()`` in one transaction.
+
+Every statement is a SQLAlchemy construct with bound parameters; no SQL text is built
+from a namespace, key, value or filter. Nothing here embeds text: the store computes
+embeddings before it opens a connection, so that no connection waits on a model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from itertools import groupby
+from typing import Any
+
+from langgraph.store.base import Item, MatchCondition, SearchItem
+
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
+from langgraph.checkpoint.sqlalchemy.schema import read_json
+from langgraph.store.sqlalchemy import namespaces
+from langgraph.store.sqlalchemy._sizes import by_bytes, value_sizes
+from langgraph.store.sqlalchemy.filters import Filter
+from langgraph.store.sqlalchemy.tables import items, vectors
+from sqlalchemy import Connection, bindparam, delete, func, select, update
+
+__all__ = [
+    "PAGE",
+    "Batch",
+    "GetPlan",
+    "ListPlan",
+    "PutRow",
+    "SearchPlan",
+    "StoreStats",
+    "alive",
+    "delete_expired",
+    "held",
+    "item_of",
+    "one_statement",
+    "put_rows",
+    "refresh_ttl",
+    "search_item_of",
+    "stats",
+]
+
+log = logging.getLogger("langgraph.store.sqlalchemy")
+
+#: Rows read a round trip while a filter the database cannot decide alone, or a
+#: vector search, goes through the candidates.
+PAGE = 500
+
+
+@dataclass(frozen=True)
+class PutRow:
+    """One item to write (``value`` None: delete it).
+
+    Attributes:
+        namespace: Stored namespace text.
+        key: The key.
+        value: The canonical JSON value, or None to delete.
+        expires_at: Seconds since the epoch, or None.
+        ttl_minutes: The item's TTL, or None.
+        vectors: ``(field, packed embedding)`` pairs that replace the item's vectors.
+        created_at: For copies: the creation time to keep (else the write's clock).
+        updated_at: For copies: the update time to keep.
+    """
+
+    namespace: str
+    key: str
+    value: dict[str, Any] | None
+    expires_at: float | None = None
+    ttl_minutes: float | None = None
+    vectors: Sequence[tuple[str, bytes]] = ()
+    created_at: float | None = None
+    updated_at: float | None = None
+
+
+@dataclass(frozen=True)
+class GetPlan:
+    """A ``GetOp``: namespace text, key, whether to refresh its TTL."""
+
+    namespace: str
+    key: str
+    refresh: bool
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding."""
+
+    prefix: str
+    filter: Filter
+    limit: int
+    offset: int
+    refresh: bool
+    text: str | None = None
+    query: Sequence[float] | None = None
+    query_blob: bytes | None = None
+
+
+@dataclass(frozen=True)
+class ListPlan:
+    """A ``ListNamespacesOp`` checked: its conditions and paging."""
+
+    conditions: tuple[MatchCondition, ...]
+    max_depth: int | None
+    limit: int
+    offset: int
+
+
+@dataclass
+class Batch:
+    """A ``batch()`` ready for the database: ``reads`` as ``(result index, plan)``."""
+
+    now: float
+    count: int = 0
+    reads: list[tuple[int, GetPlan | SearchPlan | ListPlan]] = field(default_factory=list)
+    puts: list[PutRow] = field(default_factory=list)
+
+    @property
+    def one_get(self) -> bool:
+        """Whether the batch is one ``get`` (one statement: no transaction needed)."""
+        return not self.puts and len(self.reads) == 1 and isinstance(self.reads[0][1], GetPlan)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What a store holds.
+
+    Attributes:
+        items: Items not expired.
+        namespaces: Distinct namespaces of those items.
+        vectors: Stored embeddings (one per embedded field of an item).
+        expired: Expired items a sweep would delete.
+    """
+
+    items: int
+    namespaces: int
+    vectors: int
+    expired: int
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
+
+
+#: Largest TTL an item keeps, in minutes (about 7,600 years; PostgresStore's largest,
+#: 2**31 - 1, fits): its expiry, pushed back by every read, stays a finite time inside a
+#: datetime's range (a TTL of 1e308 made the refresh ``now + ttl * 60`` overflow).
+MAX_TTL_MINUTES = 4_000_000_000
+
+#: ``expires_at`` of an item that never expires, in conditions (:func:`alive`).
+NEVER = 1e300
+
+
+def alive(now: Any) -> Any:
+    """Condition: the item has not expired at ``now`` (a value or bound parameter).
+
+    Written ``COALESCE(expires_at, NEVER) > now``, which no index serves: with ``IS
+    NULL OR >`` SQLite read the expiry index twice (``MULTI-INDEX OR``) for every search,
+    instead of the namespace's range."""
+    return func.coalesce(items.c.expires_at, NEVER) > now
+
+
+def _value(row: Any) -> dict[str, Any]:
+    value = row[2]
+    ns = namespaces.decode(row[0])
+    if not isinstance(value, dict):
+        cause = getattr(value, "error", None) or f"a JSON {type(value).__name__}, not an object"
+        raise StoreDecodeError(ns, str(row[1]), cause)
+    return value
+
+
+def _times(row: Any) -> tuple[datetime, datetime]:
+    """``created_at`` and ``updated_at`` of a row; a stored number that is no time (a
+    forged 1e300, NaN, text) is :class:`StoreDecodeError`, never ``OverflowError``."""
+    try:
+        return _when(row[3]), _when(row[4])
+    except (OverflowError, OSError, ValueError, TypeError) as e:
+        raise StoreDecodeError(
+            namespaces.decode(row[0]),
+            str(row[1]),
+            f"created_at {row[3]!r} or updated_at {row[4]!r} is not a time ({e})",
+        ) from None
+
+
+def item_of(row: Any) -> Item:
+    created, updated = _times(row)
+    return Item(
+        value=_value(row),
+        key=str(row[1]),
+        namespace=namespaces.decode(row[0]),
+        created_at=created,
+        updated_at=updated,
+    )
+
+
+def search_item_of(row: Any, score: float | None = None) -> SearchItem:
+    created, updated = _times(row)
+    return SearchItem(
+        namespace=namespaces.decode(row[0]),
+        key=str(row[1]),
+        value=_value(row),
+        created_at=created,
+        updated_at=updated,
+        score=score,
+    )
+
+
+_DELETE_VECTORS = delete(vectors).where(
+    vectors.c.namespace == bindparam("b_ns"), vectors.c.key == bindparam("b_key")
+)
+_DELETE_ITEM = delete(items).where(
+    items.c.namespace == bindparam("b_ns"), items.c.key == bindparam("b_key")
+)
+
+
+@dataclass
+class _Upserts:
+    """A dialect's upserts of the two tables, built once (the driver caches their
+    compiled multi-row forms in ``forms``)."""
+
+    items: Any
+    vectors: Any
+    copies: Any
+    forms: dict[Any, Any] = field(default_factory=dict)
+    combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
+
+
+_UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
+
+
+def _upserts(qb: QueryBuilder) -> _Upserts:
+    found = _UPSERTS.get(type(qb))
+    if found is None:
+        found = _UPSERTS[type(qb)] = _Upserts(
+            qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(vectors, ["embedding"]),
+            # load_items: an item copied over one the target has takes its creation time.
+            qb.upsert(items, ["value", "created_at", "updated_at", "expires_at", "ttl_minutes"]),
+        )
+    return found
+
+
+def _each(conn: Connection, stmt: Any, params: list[dict[str, Any]], key: Any) -> None:
+    """``stmt`` once per parameter set: on the driver's cursor for one, as an
+    executemany for more."""
+    if len(params) == 1:
+        _driver.execute(conn, stmt, params[0], key)
+    elif params:
+        conn.execute(stmt, params)
+
+
+def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
+    """Whether :func:`put_rows` writes ``rows`` in one statement, atomic on its own (no
+    transaction needed): one item without vectors, where the dialect runs the vectors'
+    delete in the upsert's ``WITH`` clause (PostgreSQL: one round trip a put)."""
+    if not qb.dml_in_cte or len(rows) != 1:
+        return False
+    row = rows[0]
+    return row.value is not None and not row.vectors and row.created_at is None
+
+
+def _item_params(row: PutRow, now: float) -> dict[str, Any]:
+    return {
+        "namespace": row.namespace,
+        "key": row.key,
+        "value": row.value,
+        "created_at": now if row.created_at is None else row.created_at,
+        "updated_at": now if row.updated_at is None else row.updated_at,
+        "expires_at": row.expires_at,
+        "ttl_minutes": row.ttl_minutes,
+    }
+
+
+def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: float) -> None:
+    """Write items: upsert the values (``created_at`` kept on an update), delete the
+    items whose value is None, and replace the vectors of every item written.
+
+    The statements run on the driver's cursor, compiled once per dialect
+    (:mod:`.._driver`), as the saver's puts do.
+
+    Args:
+        conn: A connection in a write transaction.
+        qb: The dialect's query builder (its upsert).
+        rows: The items, at most one per ``(namespace, key)``.
+        now: The write's clock, seconds since the epoch.
+    """
+    sizes, budget = value_sizes(conn, qb, rows)
+    key = qb.compile_key(conn.dialect)
+    up = _upserts(qb)
+    if one_statement(qb, rows):
+        params = _item_params(rows[0], now)
+        columns = tuple(params)
+        stmt = up.combined.get(columns)
+        if stmt is None:
+            form = _driver.many_form(up.items, columns, 1, up.forms)
+            stmt = up.combined[columns] = qb.combine_writes(form, _DELETE_VECTORS)
+        more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
+        _driver.execute(conn, stmt, {**_driver.many_params([params], columns), **more}, key)
+        return
+    # Items first, every row lock in one key order, deletes and upserts interleaved:
+    # two batches touching the same keys then wait for each other instead of
+    # deadlocking (all deletes first locked [delete k5, put k0..k4] against
+    # [put k0..k5] in opposite orders), and a TTL sweep, which locks the expired items
+    # before deleting their vectors, orders a re-put racing it. Consecutive rows of
+    # one kind go as one statement: as many statements as runs of deletes or puts.
+    rows = sorted(rows, key=lambda r: (r.namespace, r.key))
+    upsert = up.copies if any(row.created_at is not None for row in rows) else up.items
+    for deleting, run in groupby(rows, key=lambda r: r.value is None):
+        if deleting:
+            _each(conn, _DELETE_ITEM, [{"b_ns": r.namespace, "b_key": r.key} for r in run], key)
+        else:
+            kept = [(_item_params(row, now), sizes[row.namespace, row.key]) for row in run]
+            for part in by_bytes(kept, budget):
+                _driver.insert_rows(conn, upsert, part, key, up.forms)
+    _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
+    new_vectors = [
+        ({"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}, len(blob))
+        for row in rows
+        if row.value is not None
+        for name, blob in row.vectors
+    ]
+    for part in by_bytes(new_vectors, budget):
+        _driver.insert_rows(conn, up.vectors, part, key, up.forms)
+
+
+# -- TTL and statistics ---------------------------------------------------------------
+
+
+def refresh_ttl(conn: Connection, keys: Sequence[tuple[str, str]], now: float) -> None:
+    """Push back the expiry of the items ``keys`` (``(namespace, key)``) that have a TTL
+    and have not expired: ``expires_at = now + ttl_minutes`` (LangGraph's
+    ``refresh_ttl`` on reads)."""
+    if keys:
+        conn.execute(
+            _REFRESH, [{"b_ns": ns, "b_key": key, "b_now": now} for ns, key in sorted(set(keys))]
+        )
+
+
+_REFRESH = (
+    update(items)
+    .where(
+        items.c.namespace == bindparam("b_ns"),
+        items.c.key == bindparam("b_key"),
+        items.c.ttl_minutes.is_not(None),
+        # A forged TTL above the maximum is not refreshed: its refresh would overflow
+        # (PostgreSQL: DataError) and fail every refreshing read of the namespace.
+        items.c.ttl_minutes <= MAX_TTL_MINUTES,
+        items.c.expires_at > bindparam("b_now"),
+    )
+    .values(expires_at=bindparam("b_now") + items.c.ttl_minutes * 60.0)
+)
+
+
+def held(
+    conn: Connection, keys: Sequence[tuple[str, str]], with_vectors: bool
+) -> tuple[dict[tuple[str, str], Any], set[tuple[str, str]]]:
+    """The stored rows of ``keys`` (``(namespace text, key)``), expired ones included and
+    no TTL refreshed, and which of them have vectors (read only ``with_vectors``): what a
+    copy compares its source with.
+
+    Returns:
+        ``(rows, embedded)``: the rows (``namespace, key, value, created_at, updated_at,
+        expires_at, ttl_minutes``) by key, and the keys that have vectors.
+    """
+    by_ns: dict[str, list[str]] = defaultdict(list)
+    for ns, key in keys:
+        by_ns[ns].append(key)
+    c, v = items.c, vectors.c
+    rows: dict[tuple[str, str], Any] = {}
+    embedded: set[tuple[str, str]] = set()
+    for ns, ks in by_ns.items():
+        for start in range(0, len(ks), PAGE):
+            chunk = ks[start : start + PAGE]
+            stmt = select(
+                c.namespace,
+                c.key,
+                read_json(c.value),
+                c.created_at,
+                c.updated_at,
+                c.expires_at,
+                c.ttl_minutes,
+            ).where(c.namespace == ns, c.key.in_(chunk))
+            for row in conn.execute(stmt):
+                rows[(str(row[0]), str(row[1]))] = row
+            if with_vectors:
+                found = select(v.namespace, v.key).where(v.namespace == ns, v.key.in_(chunk))
+                embedded.update((str(a), str(b)) for a, b in conn.execute(found.distinct()))
+    return rows, embedded
+
+
+def delete_expired(conn: Connection, now: float) -> int:
+    """Delete the items whose ``expires_at`` has passed, and their vectors.
+
+    The expired items are locked first (``SELECT ... FOR UPDATE``; SQLite's write
+    transaction locks the database), so that a put of one of them waits for the sweep
+    and then writes the item and its vectors anew.
+
+    Returns:
+        The number of items deleted.
+    """
+    expired = (
+        select(items.c.namespace, items.c.key)
+        .where(items.c.expires_at <= now)
+        .order_by(items.c.namespace, items.c.key)
+        .with_for_update()
+    )
+    keys = [(str(ns), str(key)) for ns, key in conn.execute(expired)]
+    for ns, ks in _by_namespace(keys).items():
+        for start in range(0, len(ks), PAGE):
+            chunk = ks[start : start + PAGE]
+            conn.execute(delete(vectors).where(vectors.c.namespace == ns, vectors.c.key.in_(chunk)))
+            conn.execute(
+                delete(items).where(
+                    items.c.namespace == ns, items.c.key.in_(chunk), items.c.expires_at <= now
+                )
+            )
+    return len(keys)
+
+
+def _by_namespace(keys: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for ns, key in keys:
+        out[ns].append(key)
+    return out
+
+
+def stats(conn: Connection, now: float) -> StoreStats:
+    """Count the items, namespaces, vectors and expired items (one statement each)."""
+    live = alive(now)
+    count = func.count()
+    return StoreStats(
+        items=int(conn.execute(select(count).select_from(items).where(live)).scalar_one()),
+        namespaces=int(
+            conn.execute(select(func.count(items.c.namespace.distinct())).where(live)).scalar_one()
+        ),
+        vectors=int(conn.execute(select(count).select_from(vectors)).scalar_one()),
+        expired=int(
+            conn.execute(
+                select(count).select_from(items).where(items.c.expires_at <= now)
+            ).scalar_one()
+        ),
+    )

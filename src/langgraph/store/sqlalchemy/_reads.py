@@ -1,0 +1,300 @@
+"""The store's reads, and :func:`run_batch`, which runs a whole ``batch()`` in one
+transaction: its reads first (they see the data as it was before the batch, as
+``InMemoryStore``), then their TTL refreshes, then its writes (:func:`._items.put_rows`).
+
+Search pages newest first in the database when the filter is decided there
+(:attr:`.filters.Filter.exact`; one cached statement a filter shape, the values bound),
+else reads candidates :data:`._items.PAGE` at a time, each page after the last row of
+the one before, and checks each with the filter's predicate (:mod:`._scan`, which also
+ranks vector searches).
+``list_namespaces`` pages distinct namespaces in the database; with ``max_depth`` it
+jumps over the range below each truncated namespace.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.store.sqlalchemy import namespaces
+from langgraph.store.sqlalchemy._items import (
+    PAGE,
+    Batch,
+    GetPlan,
+    ListPlan,
+    SearchPlan,
+    alive,
+    item_of,
+    put_rows,
+    refresh_ttl,
+)
+from langgraph.store.sqlalchemy._scan import (
+    COLUMNS,
+    NEWEST,
+    Found,
+    candidates,
+    many_under,
+    matching,
+    readable,
+    vector_search,
+)
+from langgraph.store.sqlalchemy.tables import SEPARATOR, items
+from sqlalchemy import Connection, Select, bindparam, select
+
+__all__ = ["GET_CHUNK", "BatchResult", "run_batch"]
+
+_LIVE = alive(bindparam("b_now"))
+#: One item (a ``get``), built once: its compiled form is cached.
+_GET = select(*COLUMNS).where(
+    items.c.namespace == bindparam("b_ns"), items.c.key == bindparam("b_key"), _LIVE
+)
+_GET_MANY = select(*COLUMNS).where(
+    items.c.namespace == bindparam("b_ns"),
+    items.c.key.in_(bindparam("b_keys", expanding=True)),
+    _LIVE,
+)
+#: Keys of one namespace read by one statement of a batch's gets: any number of gets
+#: runs, in statements of at most this many bound keys (psycopg takes 65,535 parameters
+#: a statement, SQLite 32,766).
+GET_CHUNK = 500
+
+
+@dataclass
+class BatchResult:
+    """What :func:`run_batch` returns.
+
+    Attributes:
+        results: One result per operation of the batch (None for puts).
+        refresh: ``(namespace, key)`` of the items read whose TTL the read refreshes,
+            when the batch ran in a read transaction (else refreshed already).
+    """
+
+    results: list[Any]
+    refresh: list[tuple[str, str]] = field(default_factory=list)
+
+
+def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
+    """Run a prepared batch in the caller's transaction: its reads, then (when it writes)
+    the TTL refreshes of what it read and its puts and deletes.
+
+    Returns:
+        The :class:`BatchResult`.
+    """
+    results: list[Any] = [None] * batch.count
+    refresh: list[tuple[str, str]] = []
+    gets: dict[str, list[tuple[int, GetPlan]]] = defaultdict(list)
+    for i, plan in batch.reads:
+        if isinstance(plan, GetPlan):
+            gets[plan.namespace].append((i, plan))
+        elif isinstance(plan, SearchPlan):
+            found = _search(conn, qb, plan, batch.now)
+            results[i] = [item for item, _ in found]
+            if plan.refresh:
+                refresh.extend((str(r[0]), str(r[1])) for _, r in found if r[5] is not None)
+        else:
+            results[i] = _list_namespaces(conn, qb, plan, batch.now)
+    for ns, wanted in gets.items():
+        rows: Sequence[Any]
+        if len(wanted) == 1:
+            params: dict[str, Any] = {"b_ns": ns, "b_key": wanted[0][1].key, "b_now": batch.now}
+            rows = _driver.rows(conn, _GET, params, qb.compile_key(conn.dialect))
+        else:
+            keys = sorted({plan.key for _, plan in wanted})
+            many: list[Any] = []
+            for start in range(0, len(keys), GET_CHUNK):
+                chunk = keys[start : start + GET_CHUNK]
+                many += conn.execute(_GET_MANY, {"b_ns": ns, "b_keys": chunk, "b_now": batch.now})
+            rows = many
+        by_key = {str(row[1]): row for row in rows}
+        for i, plan in wanted:
+            row = by_key.get(plan.key)
+            results[i] = item_of(row) if row is not None else None
+            if row is not None and plan.refresh and row[5] is not None:
+                refresh.append((ns, plan.key))
+    if not batch.puts:
+        return BatchResult(results, refresh)
+    refresh_ttl(conn, refresh, batch.now)
+    put_rows(conn, qb, batch.puts, batch.now)
+    return BatchResult(results)
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+#: Most search statements kept (:func:`_page_statement`), one per dialect, filter shape
+#: (keys and types of their values), prefix presence and walk; past it, a new shape's
+#: statement is built for its call only.
+MAX_STATEMENTS = 512
+_STATEMENTS: dict[Any, Select[Any]] = {}
+#: Most filter values whose parameters are kept (a search repeated with the same values
+#: skips building its conditions: 170 microseconds on SQLite), and the most text they
+#: may hold; the oldest go first.
+MAX_PARAMS = 1024
+MAX_PARAMS_TEXT = 256
+_PARAMS: dict[Any, dict[str, Any]] = {}
+_PARAMS_LOCK = threading.Lock()
+
+
+class _Named:
+    """The :data:`..dialects.Binder` of a cached search statement: the filter values'
+    parameters named by position (``b_f0``, ``b_f1``, ...), their values kept in
+    :attr:`params`. The same filter shape makes the same names, so one statement serves
+    every value."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+
+    def __call__(self, value: Any, type_: Any) -> Any:
+        name = f"b_f{len(self.params)}"
+        self.params[name] = value
+        return bindparam(name, value, type_=type_)
+
+
+def _page_statement(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, walk: bool
+) -> tuple[Select[Any] | None, dict[str, Any]]:
+    """The statement of a search page decided in the database, built once per dialect,
+    filter shape (:attr:`.filters.Filter.shape`) and presence of a prefix (bound
+    parameters ``b_now``, ``b_low``, ``b_high``, ``b_limit``, ``b_offset`` and the filter
+    values' ``b_f0``, ``b_f1``, ...), so that a repeated search runs its compiled form on
+    the driver's cursor (:func:`.._driver.rows`); and the filter values' parameters.
+    None past :data:`MAX_STATEMENTS`."""
+    key = (type(qb), qb.compile_key(conn.dialect), plan.filter.shape, bool(plan.prefix), walk)
+    found = _STATEMENTS.get(key)
+    # The values as keys (-0.0 and 0.0 apart: their JSON texts differ).
+    values = (key, tuple(repr(v) if isinstance(v, float) else v for _, v in plan.filter.equalities))
+    known = _PARAMS.get(values)
+    if found is not None and known is not None:
+        return found, dict(known)
+    named = _Named()
+    conditions = [_LIVE, *plan.filter.conditions(qb, items.c.value, conn.dialect, named)]
+    if sum(len(v) for v in named.params.values() if isinstance(v, str)) <= MAX_PARAMS_TEXT:
+        with _PARAMS_LOCK:
+            _PARAMS[values] = dict(named.params)
+            while len(_PARAMS) > MAX_PARAMS:
+                del _PARAMS[next(iter(_PARAMS))]
+    if found is not None or len(_STATEMENTS) >= MAX_STATEMENTS:
+        return found, named.params
+    if plan.prefix:
+        # Walking the updated_at index: the namespace is checked in each entry, not
+        # used to pick the primary key's range (an expression no index serves).
+        column: Any = qb.walk_column(items.c.namespace) if walk else items.c.namespace
+        conditions += [column >= bindparam("b_low"), column < bindparam("b_high")]
+    stmt = (
+        select(*COLUMNS)
+        .where(*conditions)
+        .order_by(*NEWEST)
+        .limit(bindparam("b_limit"))
+        .offset(bindparam("b_offset"))
+    )
+    _STATEMENTS[key] = stmt
+    return stmt, named.params
+
+
+def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
+    if plan.limit <= 0:
+        return []
+    if plan.query is not None:
+        return vector_search(conn, qb, plan, now)
+    if plan.filter.exact:
+        low, high = namespaces.bounds(plan.prefix)
+        walk = bool(plan.prefix) and many_under(conn, qb, plan.prefix)
+        cached, params = _page_statement(conn, qb, plan, walk)
+        if cached is not None:
+            params.update(b_now=now, b_low=low, b_high=high)
+            params.update(b_limit=plan.limit, b_offset=plan.offset)
+            if walk:
+                qb.walking(conn, True)
+            found = _driver.rows(conn, cached, params, qb.compile_key(conn.dialect))
+            return [f for f in (readable(row) for row in found) if f is not None]
+    walk = False
+    if not plan.filter.exact:
+        # Every candidate may be read, a page at a time (:func:`_pages`): walking the
+        # updated_at index from each page's last entry reads each once, where a scan of
+        # the candidates (the prefix's range of the primary key) was sorted again a page.
+        walk = many_under(conn, qb, plan.prefix)
+        if walk:
+            qb.walking(conn, True)
+    stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk)).order_by(*NEWEST)
+    if plan.filter.exact:
+        rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
+        return [f for f in (readable(row) for row in rows) if f is not None]
+    return matching(conn, qb, stmt, plan, plan.offset + plan.limit)[plan.offset :]
+
+
+# -- namespaces -----------------------------------------------------------------------
+
+
+def _list_namespaces(
+    conn: Connection, qb: QueryBuilder, plan: ListPlan, now: float
+) -> list[tuple[str, ...]]:
+    """The distinct namespaces matching every condition, in tuple order, truncated to
+    ``max_depth`` labels (deduplicated), paged by ``offset``/``limit``."""
+    if plan.limit <= 0:
+        return []
+    column = items.c.namespace
+    conditions: list[Any] = [alive(now)]
+    for cond in plan.conditions:
+        head = namespaces.literal_head(cond)
+        if head:
+            narrowed = namespaces.under(column, namespaces.encode(head, prefix=True))
+            if narrowed is not None:
+                conditions.append(narrowed)
+        pattern = namespaces.match_pattern(cond, qb.regexp_end)
+        if pattern is not None and tuple(cond.path) != head:
+            conditions.append(qb.regexp_match(column, pattern))
+    base = select(column).distinct().where(*conditions).order_by(column)
+    if plan.max_depth is None:
+        rows = conn.execute(base.limit(plan.limit).offset(plan.offset)).scalars()
+        return [namespaces.decode(ns) for ns in rows]
+    return _truncated(conn, base, column, plan)
+
+
+def _truncated(
+    conn: Connection, base: Select[Any], column: Any, plan: ListPlan
+) -> list[tuple[str, ...]]:
+    """``list_namespaces`` with ``max_depth``: reads the namespaces in order and skips the
+    whole range below each truncated one (one more query per truncated namespace at
+    most), so that a million namespaces under ``("users",)`` cost one row at depth 1."""
+    assert plan.max_depth is not None
+    depth = max(plan.max_depth, 0)
+    if depth == 0:  # every namespace truncates to (): one row tells whether any exists
+        first = conn.execute(base.limit(1)).first()
+        return [()] if first is not None and plan.offset == 0 else []
+    out: list[tuple[str, ...]] = []
+    last: tuple[str, ...] | None = None
+    skipped = 0
+    after: tuple[str, bool] | None = None  # (bound, inclusive)
+    while len(out) < plan.limit:
+        stmt = base
+        if after is not None:
+            stmt = stmt.where(column >= after[0] if after[1] else column > after[0])
+        rows = list(conn.execute(stmt.limit(PAGE)).scalars())
+        if not rows:
+            break
+        jumped = False
+        for text in rows:
+            ns = namespaces.decode(text)
+            short = ns[:depth]
+            if short != last:
+                last = short
+                if skipped < plan.offset:
+                    skipped += 1
+                else:
+                    out.append(short)
+                    if len(out) == plan.limit:
+                        return out
+            if len(ns) > depth:
+                # Jump past every namespace below ``short``: they truncate to it too.
+                after = (SEPARATOR.join(short) + chr(ord(SEPARATOR) + 1), True)
+                jumped = True
+                break
+            after = (str(text), False)
+        if not jumped and len(rows) < PAGE:
+            break
+    return out

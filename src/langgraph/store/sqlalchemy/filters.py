@@ -1,0 +1,273 @@
+"""Search filters of the store: their one meaning, checked in Python and narrowed in SQL.
+
+``search(prefix, filter={...})`` keeps the items whose value matches every key of the
+filter, with ``InMemoryStore``'s semantics (LangGraph's reference store), the same on every
+dialect:
+
+* a key names a top-level key of the item's value;
+* a plain value means equality: a scalar equals as JSON (``1`` equals ``1.0``; ``True``
+  does not equal ``1``, the one difference from ``InMemoryStore``, where Python's
+  ``True == 1``), a list equals element by element, a dict matches when each of its keys
+  matches the value's (recursively; the value's other keys are free); ``None`` matches an
+  explicit ``null`` and a missing key;
+* a dict of operators (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) applies
+  each, at the top, in a nested dict or in a list's element (as ``InMemoryStore``):
+  ``$eq``/``$ne`` compare whole JSON values, a missing key reading as ``None``
+  (``$ne`` matches it unless the bound is ``None``);
+  the order comparisons compare numbers with numbers, strings with strings (by code
+  point) and booleans with booleans (``False < True``), and no other pair matches
+  (``InMemoryStore`` raises, or reads ``"5"`` as 5 and ``True`` as 1).
+
+Refused with :class:`~langgraph.checkpoint.sqlalchemy.errors.StoreRequestError` before
+any statement runs: a top-level key starting with ``$`` (``$and``, ``$or``: no LangGraph
+store has logical operators; ``InMemoryStore`` and ``PostgresStore`` read such a key as a
+field name and match nothing, ``SqliteStore`` refuses it), an operator outside
+:data:`OPERATORS` anywhere (never applied as some comparison), operators mixed with
+plain keys, more than :data:`MAX_FILTER_KEYS` keys, and a filter whose JSON text is
+longer than :data:`MAX_FILTER_BYTES` characters.
+
+:func:`compile_filter` checks a filter before any statement runs and returns the
+predicate (:meth:`Filter.matches`, the definition above) and the SQL conditions that
+narrow the rows in the database (:meth:`.QueryBuilder.metadata_equals` for scalar
+equalities: an exact JSON comparison on every dialect, with bound parameters only). The
+predicate decides; when every key was narrowed exactly (:attr:`Filter.exact`) the database
+also pages the results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.sqlalchemy._codec.canonical import (
+    MAX_DEPTH,
+    MAX_FILTER_KEYS,
+    canonical_json,
+)
+from langgraph.checkpoint.sqlalchemy.dialects import Binder, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import StoreRequestError
+from sqlalchemy import ColumnElement, literal
+from sqlalchemy.engine import Dialect
+
+__all__ = [
+    "MAX_FILTER_BYTES",
+    "MAX_FILTER_KEYS",
+    "OPERATORS",
+    "Filter",
+    "compile_filter",
+    "json_equal",
+]
+
+#: Longest search filter, in characters of its JSON text (keys included): its equalities
+#: are bound parameters of the statement (MariaDB's default ``max_allowed_packet`` is 16
+#: MiB, 4 bytes a character at most), and the predicate walks the rest for every
+#: candidate.
+MAX_FILTER_BYTES = 1024 * 1024
+
+#: The comparison operators LangGraph's stores document.
+OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+_ORDER = {"$gt", "$gte", "$lt", "$lte"}
+_MISSING = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal: numbers as numbers, booleans only to booleans,
+    lists element by element, dicts by their keys and values."""
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=False))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is b
+    return type(a) is type(b) and bool(a == b)
+
+
+def _ordered(value: Any, operator: str, bound: Any) -> bool:
+    if _is_number(value) and _is_number(bound):
+        pass
+    elif isinstance(value, bool) and isinstance(bound, bool):
+        pass  # False < True, as InMemoryStore's float(False) < float(True)
+    elif not (isinstance(value, str) and isinstance(bound, str)):
+        return False
+    if operator == "$gt":
+        return bool(value > bound)
+    if operator == "$gte":
+        return bool(value >= bound)
+    if operator == "$lt":
+        return bool(value < bound)
+    return bool(value <= bound)
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """Whether a stored value (``_MISSING`` when the key is absent) matches a filter
+    value (see the module docstring)."""
+    if isinstance(wanted, dict) and wanted and all(k.startswith("$") for k in wanted):
+        return all(_operator(value, op, bound) for op, bound in wanted.items())
+    if isinstance(wanted, dict):
+        if not isinstance(value, dict):
+            return False
+        return all(_matches(value.get(k, _MISSING), v) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return (
+            isinstance(value, list)
+            and len(value) == len(wanted)
+            and all(_matches(v, w) for v, w in zip(value, wanted, strict=False))
+        )
+    if wanted is None:
+        return value is None or value is _MISSING
+    return value is not _MISSING and json_equal(value, wanted)
+
+
+def _operator(value: Any, operator: str, bound: Any) -> bool:
+    if operator in ("$eq", "$ne"):
+        # A missing key reads as None, as InMemoryStore's ``value.get(key)``: {"$eq": None}
+        # matches it, {"$ne": None} does not, {"$ne": x} does.
+        same = json_equal(None if value is _MISSING else value, bound)
+        return same if operator == "$eq" else not same
+    if operator not in _ORDER:  # compile_filter refused it; never some comparison
+        raise StoreRequestError(f"unsupported filter operator {operator!r}")
+    return value is not _MISSING and _ordered(value, operator, bound)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A checked search filter.
+
+    Attributes:
+        items: The filter, each value made canonical JSON.
+        equalities: ``(key, scalar)`` pairs the database checks (:meth:`conditions`).
+        exact: Whether those select exactly the matches (the database may then apply
+            ``limit``/``offset``).
+    """
+
+    items: tuple[tuple[str, Any], ...]
+    equalities: tuple[tuple[str, Any], ...]
+    exact: bool
+
+    def conditions(
+        self, qb: QueryBuilder, column: Any, dialect: Dialect, bind: Binder = literal
+    ) -> list[ColumnElement[bool]]:
+        """SQL conditions every match satisfies, for the connection's ``dialect`` (a
+        ``mysql://`` URL may reach MariaDB, which compares JSON otherwise): JSON
+        equality of each scalar key (:meth:`.QueryBuilder.metadata_equals`), bound
+        parameters only, those of the values made by ``bind`` (in order, key by key)."""
+        return [qb.metadata_equals(column, k, v, dialect, bind) for k, v in self.equalities]
+
+    @property
+    def shape(self) -> tuple[tuple[str, str], ...]:
+        """What the SQL of :meth:`conditions` depends on besides the values' binds: the
+        keys and the types of their values."""
+        return tuple((k, type(v).__name__) for k, v in self.equalities)
+
+    def matches(self, value: Mapping[str, Any]) -> bool:
+        """Whether an item's value matches the filter."""
+        return all(_matches(value.get(k, _MISSING), v) for k, v in self.items)
+
+
+def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
+    """Check ``spec`` (a ``search`` filter) and compile it.
+
+    Args:
+        spec: The filter, or None.
+
+    Returns:
+        The :class:`Filter`.
+
+    Raises:
+        TypeError: ``spec`` is not a dict, a key is not a string, or a value is not JSON.
+        StoreRequestError: A top-level key starting with ``$``, an operator other than
+            those of :data:`OPERATORS`, an operator mixed with plain keys, more than
+            :data:`MAX_FILTER_KEYS` keys, or more than :data:`MAX_FILTER_BYTES` of JSON.
+        ValueError: NaN or an infinite float, an integer beyond 64 bits, or nesting
+            deeper than the JSON documents the store keeps.
+    """
+    if spec is None:
+        return Filter((), (), True)
+    if not isinstance(spec, Mapping):
+        raise TypeError(f"a search filter is a dict, not {type(spec).__name__}")
+    if len(spec) > MAX_FILTER_KEYS:
+        raise StoreRequestError(
+            f"a search filter has {len(spec)} keys; the store takes at most "
+            f"{MAX_FILTER_KEYS} (SQLite refuses a query with about 1,000 conditions). "
+            "Filter on fewer keys and check the others in your code."
+        )
+    items: list[tuple[str, Any]] = []
+    equalities: list[tuple[str, Any]] = []
+    exact = True
+    size = 0
+    for key, raw in spec.items():
+        if not isinstance(key, str):
+            raise TypeError(f"filter keys must be strings, got {type(key).__name__}")
+        if key.startswith("$"):
+            raise StoreRequestError(
+                f"a search filter's top-level keys are field names, and {key[:40]!r} "
+                "starts with '$': logical operators ($and, $or, $not) are not supported, "
+                "as in LangGraph's other stores. Give several keys (all must match), run "
+                "one search per alternative for an OR, and put comparison operators under "
+                f"a field: {{'field': {{'$gt': 1}}}} ({', '.join(sorted(OPERATORS))})."
+            )
+        value = canonical_json(raw, depth=MAX_DEPTH - 1)
+        size += len(key) + len(json.dumps(value, ensure_ascii=False))
+        if size > MAX_FILTER_BYTES:
+            raise StoreRequestError(
+                f"a search filter of more than {MAX_FILTER_BYTES:,} characters of JSON; "
+                f"the store takes at most {MAX_FILTER_BYTES:,}. Filter on a short field "
+                "(an id or a digest of the long value) instead."
+            )
+        _check_operators(key, value)
+        items.append((key, value))
+        scalar = _scalar_equality(value)
+        if scalar is _MISSING:
+            exact = False
+            continue
+        equalities.append((key, scalar))
+    return Filter(tuple(items), tuple(equalities), exact)
+
+
+def _scalar_equality(value: Any) -> Any:
+    """The scalar a filter value requires equal (plain or ``$eq``), else ``_MISSING``."""
+    if isinstance(value, dict) and set(value) == {"$eq"}:
+        value = value["$eq"]
+    if value is None or isinstance(value, (dict, list)):
+        return _MISSING
+    return value
+
+
+def _check_operators(key: str, value: Any) -> None:
+    """Refuse an unknown operator, or operators mixed with plain keys, anywhere the
+    predicate applies operators: the value, its nested dicts and its lists' elements
+    (an operator's bound is a plain JSON value, not looked into). Iterative: the depth
+    was checked, but a wide value must not cost a call per element either way."""
+    stack: list[tuple[str, Any]] = [(key, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, list):
+            stack.extend((where, element) for element in item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        ops = [k for k in item if k.startswith("$")]
+        if not ops:
+            stack.extend(item.items())
+            continue
+        if len(ops) != len(item):
+            raise StoreRequestError(
+                f"the filter on {where!r} mixes operators and plain keys ({sorted(item)}); "
+                "use either operators ($eq, $ne, $gt, ...) or a nested dict"
+            )
+        unknown = sorted(set(ops) - OPERATORS)
+        if unknown:
+            raise StoreRequestError(
+                f"unsupported filter operator {unknown[0][:40]!r} on {where!r}; the store "
+                f"supports {', '.join(sorted(OPERATORS))}"
+            )

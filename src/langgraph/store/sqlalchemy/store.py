@@ -1,0 +1,506 @@
+"""``SQLAlchemyStore``: LangGraph's long-term memory store on any SQLAlchemy engine.
+
+Built the way :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver` is: the same URL
+rules, the same two engines (sync and async) shared with savers of the same URL, the same
+Alembic history (revision ``0009_store``), the same retries through transient failures.
+A ``batch()`` is checked and embedded here (:meth:`SQLAlchemyStore._prepare`), then run
+as one database operation, :func:`._reads.run_batch`: directly on the sync engine by
+``batch``, through the async door by ``abatch`` (the one difference between the two is
+how they call the embedding model). Dialect differences live in
+:mod:`langgraph.checkpoint.sqlalchemy.dialects`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+from typing_extensions import Self
+
+from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
+from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
+from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, StoreRequestError
+from langgraph.store.sqlalchemy import _items, _reads, namespaces
+from langgraph.store.sqlalchemy._items import (
+    Batch,
+    GetPlan,
+    ListPlan,
+    PutRow,
+    SearchPlan,
+    StoreStats,
+)
+from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
+from langgraph.store.sqlalchemy._prepared import Prepared
+from langgraph.store.sqlalchemy._rounds import Rounds
+from langgraph.store.sqlalchemy._sweeper import TTLSweepers
+from langgraph.store.sqlalchemy.filters import compile_filter
+from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, texts_to_embed
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]
+
+log = logging.getLogger("langgraph.store.sqlalchemy")
+
+
+#: Errors of a round of queued calls that every part of it would meet alike: given to
+#: all its callers rather than running its halves again.
+_FINAL = (ConnectionError, SchemaOutOfDateError, PoolTimeoutError)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
+    """LangGraph's ``BaseStore`` (long-term memory) on SQLite, PostgreSQL and MySQL/MariaDB.
+
+    Items are JSON documents under a namespace and key; ``search`` filters them in the
+    database, ranks them by semantic similarity when an ``index`` config is given, and
+    ``list_namespaces`` pages the namespaces in the database. The sync methods use a sync
+    engine and the async ones (``aget``, ``aput``, ``asearch``, ...) an async engine for the
+    same database; give either or both. The usual entry point is :meth:`from_conn_string`;
+    an engine shared with a :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver`
+    (``SQLAlchemyStore(saver.engine, saver.async_engine)``) keeps both in one pool.
+
+    Semantics the same on every dialect (see docs/store.md): search filters as
+    ``InMemoryStore`` (:mod:`.filters`; ``True`` does not match ``1``), newest first
+    without a query; namespaces listed in tuple order.
+
+    Args:
+        engine: Sync engine. Made from ``async_engine``'s URL when omitted.
+        async_engine: Async engine. Made from ``engine``'s URL when omitted.
+        schema: PostgreSQL schema holding the tables (default: the search path).
+        index: Semantic search: ``{"dims": int, "embed": Embeddings | function | name,
+            "fields": [paths]}`` (LangGraph's ``IndexConfig``). Without it, puts embed
+            nothing and ``query`` is ignored.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, at most 4,000,000,000)
+            for puts that give none, ``refresh_on_read`` (default True),
+            ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`.
+        retry_timeout: Seconds an operation is retried through transient failures (lost
+            connection, deadlock, failover) before its typed error (default 15).
+        clock: Returns the current time (aware ``datetime``); default UTC now. Expiry
+            times are written and compared with it, so hosts sharing a database need
+            synchronised clocks (NTP); tests pass a clock they move.
+
+    Raises:
+        ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``) or
+            ``retry_timeout``.
+        StoreRequestError: A ``default_ttl`` out of range (a put's ``ttl`` out of range
+            raises it at the put, before anything is written).
+        UnsupportedDialectError: The engine's dialect is not supported.
+        DriverNotInstalledError: The missing engine needs a driver that is not installed.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        async_engine: AsyncEngine | None = None,
+        *,
+        schema: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if not retry_timeout >= 0:
+            raise ValueError(
+                f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
+            )
+        self._index = IndexSpec(index) if index else None
+        self.index_config = index
+        self.ttl_config = ttl
+        _ttl_minutes((ttl or {}).get("default_ttl"))  # refused here, not at the first put
+        self._clock = clock or _utc_now
+        wire(self, engine, async_engine, schema, retry_timeout)
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
+        self._asweeper: asyncio.Task[None] | None = None
+        self._rounds: Rounds[Prepared, Result] = Rounds(self._around, final=_FINAL)
+
+    @classmethod
+    def from_conn_string(
+        cls,
+        conn_string: str | URL,
+        *,
+        schema: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+        clock: Callable[[], datetime] | None = None,
+        **engine_kwargs: Any,
+    ) -> Self:
+        """Build a store, and its sync and async engines, from a URL or a SQLite path.
+
+        The same URL rules as :meth:`.SQLAlchemySaver.from_conn_string`; stores and savers
+        built for the same URL, schema and plain engine arguments share one engine pair.
+        The result is the store itself: use it directly, or as a context manager (``with``
+        or ``async with``) that closes it on exit.
+
+        Args:
+            conn_string: ``sqlite:///path.db``, a bare file path, ``:memory:``,
+                ``postgresql://user@host/db``, a libpq connection string
+                (``"host=db dbname=app user=u"``), ``mysql://...``.
+            schema: See :class:`SQLAlchemyStore`.
+            index: See :class:`SQLAlchemyStore`.
+            ttl: See :class:`SQLAlchemyStore`.
+            retry_timeout: See :class:`SQLAlchemyStore`.
+            clock: See :class:`SQLAlchemyStore`.
+            **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``.
+
+        Returns:
+            The store. Run :meth:`setup` once to create the tables.
+
+        Raises:
+            DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise.
+            UnsupportedDialectError: The URL's dialect is not supported.
+            DriverNotInstalledError: A driver it needs is not installed.
+        """
+        if index:
+            IndexSpec(index)  # refused before any engine is made
+        urls = resolve_urls(conn_string)
+        urls.require_async()
+        options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
+        options.update(retry_timeout=retry_timeout, clock=clock)
+        return _shared.open_saver(cls, urls, options, engine_kwargs)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def setup(self) -> Awaitable[None]:
+        """Create or migrate the tables to the newest revision (Alembic ``upgrade head``:
+        the checkpoint tables and the store's); idempotent, safe from several processes
+        at once, retried through transient failures once the database has been reached.
+
+        Returns:
+            A done coroutine, having migrated (it need not be awaited); for ``await
+            store.setup()``, :meth:`asetup`'s coroutine (the loop stays free).
+
+        Raises:
+            SchemaOutOfDateError: The database was migrated by a newer version.
+            CheckpointConnectionError: The database stayed unreachable, or could not
+                be reached at its first connection.
+        """
+        if awaited_at_once():
+            return self.asetup()
+        self._migrate()
+        return RAN
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (the migration runs in a worker thread)."""
+        await asyncio.to_thread(self._migrate)
+
+    def close(self) -> None:
+        """Stop the TTL sweeper thread and dispose the engines this store created."""
+        self.stop_ttl_sweeper(timeout=1.0)
+        self._doors.close()
+
+    async def aclose(self) -> None:
+        """Wait for the running loop's queued calls, stop the TTL sweepers and dispose
+        the engines this store created, closing the async connections of the running
+        loop properly."""
+        await self._rounds.finish()
+        await self.astop_ttl_sweeper()
+        self.stop_ttl_sweeper(timeout=1.0)
+        await self._doors.aclose()
+
+    # -- the BaseStore contract ------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``GetOp``, ``PutOp``, ``SearchOp`` and ``ListNamespacesOp`` operations in one
+        transaction: reads first (they see the store as it was before the batch), then
+        TTL refreshes, then writes (the last put of a key wins).
+
+        Args:
+            ops: The operations.
+
+        Returns:
+            One result per operation, in order: ``Item | None`` for a get,
+            ``list[SearchItem]`` for a search, ``list[tuple[str, ...]]`` for a namespace
+            listing, None for a put.
+
+        Raises:
+            InvalidNamespaceError: A namespace breaks LangGraph's rules or the store's
+                (no ``"\\x01"``, at most 300 characters joined), or a match condition
+                could only match a longer one.
+            TypeError: A value or filter is not JSON, a key not a string.
+            StoreRequestError: A request over one of the store's limits (docs/store.md,
+                "Limits"): a top-level ``$`` key or an unknown operator in a filter, a
+                filter over 100 keys or 1 MiB of JSON, over 100 match conditions, a value
+                over 64 MiB of JSON (on MySQL/MariaDB, over
+                ``max_allowed_packet``), a TTL out of range. Nothing is written.
+            ValueError: NaN, 64-bit overflow, a negative ``limit``/``offset``/
+                ``max_depth``, an embedding of the wrong size.
+            CheckpointConnectionError: The database stayed unreachable.
+        """
+        prepared = self._prepare(ops)
+        texts = [text for _, _, text in prepared.texts]
+        embedded = self._index.embeddings.embed_documents(texts) if texts and self._index else []
+        queries = {}
+        if prepared.queries and self._index:
+            embeddings = self._index.embeddings
+            queries = {q: embeddings.embed_query(q) for q in prepared.queries}
+        batch = self._finish(prepared, embedded, queries)
+        done = self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
+        if done.refresh:
+            self._doors.run(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+        return done.results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`: the same operation through the async door, the embedding
+        model called through its async methods.
+
+        A batch of one operation (what ``aget``, ``aput``, ``asearch``, ``adelete`` and
+        ``alist_namespaces`` send) is checked, then queued: the concurrent calls of an
+        event loop run together as one batch (up to 1,000 a round), as LangGraph's
+        official stores do, each caller getting its own result or error.
+        """
+        prepared = self._prepare(ops)
+        if prepared.count == 1:
+            return [await self._rounds.submit(prepared)]
+        return await self._arun(prepared)
+
+    async def _around(self, parts: Sequence[Prepared]) -> list[Result]:
+        """A round of queued one-operation calls, as one batch."""
+        return await self._arun(Prepared.joined(parts, self._now()))
+
+    async def _arun(self, prepared: Prepared) -> list[Result]:
+        texts = [text for _, _, text in prepared.texts]
+        embedded: list[list[float]] = []
+        if texts and self._index:
+            embedded = await self._index.embeddings.aembed_documents(texts)
+        queries: dict[str, list[float]] = {}
+        if prepared.queries and self._index:
+            embeddings = self._index.embeddings
+            asked = sorted(prepared.queries)
+            found = await asyncio.gather(*(embeddings.aembed_query(q) for q in asked))
+            queries = dict(zip(asked, found, strict=False))
+        batch = self._finish(prepared, embedded, queries)
+        done = await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+        if done.refresh:
+            await self._doors.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+        return done.results
+
+    def _access(self, batch: Batch) -> Access:
+        """A write transaction for puts (their reads' TTL refreshes too); one statement
+        for a lone get; else a read transaction (one snapshot where the database gives
+        one), whose TTL refreshes follow in a write of their own."""
+        if batch.puts:
+            one = not batch.reads and _items.one_statement(self._qb, batch.puts)
+            return Access.WRITE_ONE if one else Access.WRITE
+        return Access.READ_ONE if batch.one_get else Access.READ
+
+    def _now(self) -> float:
+        return seconds(self._clock())
+
+    def _prepare(self, ops: Iterable[Op]) -> Prepared:
+        """Check every operation (nothing runs when one is bad) and plan the reads; keep
+        the last put of each key."""
+        ops = list(ops)
+        prepared = Prepared(len(ops), self._now())
+        prepared.batch.count = len(ops)
+        reads = prepared.batch.reads
+        puts: dict[tuple[str, str], PutOp] = {}
+        for i, op in enumerate(ops):
+            validate_op_namespace(op)  # labels: no ".", no NUL, not empty (LangGraph's rules)
+            if isinstance(op, GetOp):
+                ns = namespaces.encode(op.namespace)
+                plan = GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
+                reads.append((i, plan))
+            elif isinstance(op, SearchOp):
+                reads.append((i, self._search_plan(op)))
+                if op.query and self._index:
+                    prepared.queries.add(op.query)
+            elif isinstance(op, ListNamespacesOp):
+                reads.append((i, _list_plan(op)))
+            elif isinstance(op, PutOp):
+                if not op.namespace:
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                ns = namespaces.encode(op.namespace)
+                puts[(ns, namespaces.check_key(op.key))] = op
+            else:
+                raise TypeError(f"unknown store operation: {type(op).__name__}")
+        default_ttl = (self.ttl_config or {}).get("default_ttl")
+        for n, ((ns, _), op) in enumerate(puts.items()):
+            if op.value is None:
+                prepared.puts.append((ns, op, None, None))
+                continue
+            value = item_value(op.namespace, op.key, op.value)
+            given: Any = op.ttl  # NOT_PROVIDED from callers of batch() that leave it out
+            ttl = default_ttl if given is NOT_PROVIDED else given
+            prepared.puts.append((ns, op, value, _ttl_minutes(ttl)))
+            if self._index and op.index is not False:
+                index = None if op.index is None else list(op.index)
+                for name, text in texts_to_embed(self._index, value, index):
+                    prepared.texts.append((n, field_name(name), text))
+        return prepared
+
+    def _search_plan(self, op: SearchOp) -> SearchPlan:
+        limit, offset = _count("limit", op.limit), _count("offset", op.offset)
+        prefix = namespaces.encode(op.namespace_prefix, prefix=True)
+        flt = compile_filter(op.filter)
+        text = op.query if op.query and self._index else None
+        return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text)
+
+    def _finish(
+        self,
+        prepared: Prepared,
+        embedded: Sequence[Sequence[float]],
+        queries: dict[str, list[float]],
+    ) -> Batch:
+        """The batch with its put rows (values, expiry, vectors) and query vectors."""
+        batch = prepared.batch
+        now = batch.now
+        if len(embedded) != len(prepared.texts):
+            raise ValueError(
+                f"the embedding function returned {len(embedded)} vectors for "
+                f"{len(prepared.texts)} texts"
+            )
+        per_put: dict[int, list[tuple[str, bytes]]] = {}
+        assert self._index is not None or not prepared.texts
+        for (n, name, _), vector in zip(prepared.texts, embedded, strict=False):
+            assert self._index is not None
+            per_put.setdefault(n, []).append((name, pack(vector, self._index.dims)))
+        for n, (ns, op, value, minutes) in enumerate(prepared.puts):
+            if value is None:
+                batch.puts.append(PutRow(ns, op.key, None))
+                continue
+            expires = None if minutes is None else now + minutes * 60.0
+            batch.puts.append(PutRow(ns, op.key, value, expires, minutes, per_put.get(n, ())))
+        for position, (i, read) in enumerate(batch.reads):
+            if isinstance(read, SearchPlan) and read.text is not None:
+                assert self._index is not None
+                vector = [float(v) for v in queries[read.text]]
+                blob = pack(vector, self._index.dims)
+                batch.reads[position] = (i, replace(read, query=vector, query_blob=blob))
+        return batch
+
+    # -- TTL -------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items (and their vectors) now.
+
+        Returns:
+            The number of items deleted.
+        """
+        return self._doors.run(Access.WRITE, _items.delete_expired, (self._now(),))
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await self._doors.arun(Access.WRITE, _items.delete_expired, (self._now(),))
+
+    # -- tools -----------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Count what the store holds (items, namespaces, vectors, expired items)."""
+        return self._doors.run(Access.READ, _items.stats, (self._now(),))
+
+    async def astats(self) -> StoreStats:
+        """Async :meth:`stats`."""
+        return await self._doors.arun(Access.READ, _items.stats, (self._now(),))
+
+    def held(
+        self, keys: Sequence[tuple[str, str]], *, with_vectors: bool = False
+    ) -> tuple[dict[tuple[str, str], Any], set[tuple[str, str]]]:
+        """What the store holds for ``keys`` (``(stored namespace text, key)``), expired
+        items included and no TTL refreshed: for copies, which compare it with their
+        source (:func:`._items.held`)."""
+        return self._doors.run(Access.READ, _items.held, (list(keys), with_vectors))
+
+    def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:
+        """Write items as they are, timestamps and expiry included (copies from another
+        store): an item already here is overwritten. Vectors given are kept when their
+        size matches the index config, else computed with it.
+
+        Args:
+            items: The items.
+            batch_size: Items a transaction.
+
+        Returns:
+            The number of items written.
+
+        Raises:
+            InvalidNamespaceError: As :meth:`batch`, for a bad namespace.
+            TypeError: As :meth:`batch`, for a key or value that is not JSON.
+            ValueError: As :meth:`batch`, for a bad value or embedding.
+        """
+        written = 0
+        chunk: list[StoredItem] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) >= batch_size:
+                written += self._load(chunk)
+                chunk = []
+        if chunk:
+            written += self._load(chunk)
+        return written
+
+    def _load(self, chunk: Sequence[StoredItem]) -> int:
+        rows = load_rows(self._index, chunk)
+        self._doors.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
+        return len(rows)
+
+
+#: Largest ``limit``/``offset``/``max_depth`` accepted: what every dialect binds as an
+#: integer (a 64-bit one overflows SQLite and PostgreSQL's LIMIT).
+MAX_COUNT = 2**31 - 1
+
+
+def _count(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{name} must be an integer from 0 to {MAX_COUNT}, not {value!r}")
+    return value
+
+
+def _ttl_minutes(ttl: object) -> float | None:
+    """A put's TTL in minutes: None or infinity (never expires), else a number from 0
+    (exclusive) to :data:`._items.MAX_TTL_MINUTES`.
+
+    Raises:
+        StoreRequestError: Any other TTL (NaN, 0 or less, above the maximum, not a number).
+    """
+    if ttl is None or ttl == float("inf"):
+        return None
+    if (
+        not isinstance(ttl, (int, float))
+        or isinstance(ttl, bool)
+        or not 0 < ttl <= _items.MAX_TTL_MINUTES
+    ):
+        raise StoreRequestError(
+            f"ttl must be a number of minutes above 0 and at most "
+            f"{_items.MAX_TTL_MINUTES:,} (about 7,600 years), None or math.inf (never "
+            f"expires), not {ttl!r}. Nothing was written."
+        )
+    return float(ttl)
+
+
+def _list_plan(op: ListNamespacesOp) -> ListPlan:
+    limit, offset = _count("limit", op.limit), _count("offset", op.offset)
+    depth = None if op.max_depth is None else _count("max_depth", op.max_depth)
+    conditions = namespaces.check_conditions(op.match_conditions or ())
+    return ListPlan(conditions, depth, limit, offset)

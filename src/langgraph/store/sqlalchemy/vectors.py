@@ -1,0 +1,148 @@
+"""Semantic search of the store: which texts are embedded, how vectors are stored and scored.
+
+As LangGraph's own stores do (``InMemoryStore``, ``SqliteStore``): a put embeds the text at
+each field path of the index config (``"$"``: the whole value as JSON text; a path that
+finds several texts embeds each as ``path.i``), or at the put's own ``index`` paths, and
+``index=False`` embeds nothing; a query is embedded once per batch. An item's score is the
+highest cosine similarity of its fields with the query.
+
+A vector is stored as little-endian float32 values (:func:`pack`), the format
+``sqlite-vec`` reads: on SQLite with the extension loaded the database scores the rows
+(:meth:`.QueryBuilder.vector_similarity`); elsewhere :func:`cosine_scores` scores them in
+batches, with NumPy when it is installed (``pip install
+langgraph-checkpoint-sqlalchemy[vector]``), else in pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import IndexConfig
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+
+from langgraph.store.sqlalchemy.tables import FIELD_MAX_LENGTH
+
+__all__ = ["IndexSpec", "cosine_scores", "field_name", "pack", "texts_to_embed", "unpack"]
+
+
+def field_name(name: str) -> str:
+    """An embedded field's name (``path`` or ``path.i``) checked against the column.
+
+    Raises:
+        ValueError: Longer than :data:`.tables.FIELD_MAX_LENGTH` characters (names that
+            only differed past it would collide).
+    """
+    if len(name) > FIELD_MAX_LENGTH:
+        raise ValueError(
+            f"the indexed field {name[:40]!r}... is {len(name)} characters long; the store "
+            f"keeps field paths of at most {FIELD_MAX_LENGTH}. Index a shorter path."
+        )
+    return name
+
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def pack(vector: Sequence[float], dims: int) -> bytes:
+    """``vector`` as little-endian float32 bytes.
+
+    Raises:
+        ValueError: ``vector`` does not have ``dims`` values, or holds NaN or an
+            infinite value (an embedding function's fault: say which).
+    """
+    values = array("f", [float(v) for v in vector])
+    if len(values) != dims:
+        raise ValueError(
+            f"the embedding function returned a vector of {len(values)} values; the "
+            f"store's index config says dims={dims}"
+        )
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("the embedding function returned NaN or an infinite value")
+    if _BIG_ENDIAN:
+        values.byteswap()
+    return values.tobytes()
+
+
+def unpack(data: bytes) -> array[float]:
+    """The float32 values of :func:`pack`'s bytes (a truncated blob loses its tail)."""
+    values = array("f")
+    values.frombytes(bytes(data)[: len(data) - len(data) % 4])
+    if _BIG_ENDIAN:
+        values.byteswap()
+    return values
+
+
+class IndexSpec:
+    """A store's checked ``index`` config: dimensions, embeddings, field paths.
+
+    Args:
+        config: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``).
+
+    Raises:
+        ValueError: ``dims`` is not a positive integer or ``embed`` is missing.
+    """
+
+    def __init__(self, config: IndexConfig) -> None:
+        dims = config.get("dims")
+        if not isinstance(dims, int) or isinstance(dims, bool) or dims <= 0:
+            raise ValueError(f"index config 'dims' must be a positive integer, not {dims!r}")
+        if config.get("embed") is None:
+            raise ValueError("index config needs 'embed': an Embeddings, a function or a name")
+        self.config = config
+        self.dims = dims
+        self.embeddings: Embeddings = ensure_embeddings(config.get("embed"))
+        fields = config.get("fields") or ["$"]
+        self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in fields]
+
+
+def texts_to_embed(
+    spec: IndexSpec, value: Mapping[str, Any], index: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """``(field, text)`` pairs to embed for one put: the index config's fields, or the
+    put's own ``index`` paths (LangGraph's ``PutOp.index``)."""
+    paths = spec.fields if index is None else [(p, tokenize_path(p)) for p in index]
+    out: list[tuple[str, str]] = []
+    for path, tokens in paths:
+        if tokens == "$":
+            out.append((path, json.dumps(value, ensure_ascii=False, sort_keys=True)))
+            continue
+        texts = get_text_at_path(value, tokens)
+        if len(texts) > 1:
+            out.extend((f"{path}.{i}", text) for i, text in enumerate(texts))
+        elif texts:
+            out.append((path, texts[0]))
+    return out
+
+
+def cosine_scores(query: Sequence[float], vectors: Iterable[bytes]) -> list[float]:
+    """Cosine similarity of ``query`` with each packed vector (0.0 for a zero vector)."""
+    blobs = list(vectors)
+    if not blobs:
+        return []
+    try:
+        import numpy as np
+    except ImportError:  # pure Python: about 50x slower, still exact
+        return _python_scores(query, blobs)
+    q = np.asarray(query, dtype=np.float32)
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    dots = matrix @ q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.where(norms > 0, dots / norms, 0.0)
+    return [float(s) for s in scores]
+
+
+def _python_scores(query: Sequence[float], blobs: list[bytes]) -> list[float]:
+    qn = math.sqrt(sum(v * v for v in query))
+    out = []
+    for blob in blobs:
+        vec = unpack(blob)
+        norm = math.sqrt(sum(v * v for v in vec)) * qn
+        out.append(sum(a * b for a, b in zip(query, vec, strict=False)) / norm if norm else 0.0)
+    return out
