@@ -61,10 +61,11 @@ from sqlalchemy import (
     cast,
     type_coerce,
 )
-from sqlalchemy.dialects import mysql, postgresql
+from sqlalchemy.dialects.mysql.types import LONGBLOB
+from sqlalchemy.dialects.postgresql.json import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement, Label
-from sqlalchemy.types import TypeDecorator, TypeEngine
+from sqlalchemy.types import BLOB, VARBINARY, TypeDecorator, TypeEngine
 
 __all__ = [
     "CHANNEL_MAX_LENGTH",
@@ -142,9 +143,9 @@ CHECKPOINT_ID_INDEX = "ix_lgsa_checkpoints_checkpoint_id"
 #: server, as PostgreSQL's TOAST compresses them): uncompressed, a realistic row overflows
 #: its InnoDB page and each checkpoint takes a 16 kB overflow page. The Core type stays
 #: LONGBLOB (reflection reports the same type; the server compresses transparently).
-BINARY: TypeEngine[bytes] = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+BINARY: TypeEngine[bytes] = LargeBinary().with_variant(LONGBLOB(), "mysql", "mariadb")
 #: Metadata documents: JSON, JSONB on PostgreSQL (indexable, key order free).
-JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(postgresql.JSONB(), "postgresql")
+JSON_DOCUMENT: TypeEngine[Any] = JSON().with_variant(JSONB(), "postgresql")
 
 
 def utf8_encodable(text: str) -> bool:
@@ -209,7 +210,7 @@ class KeyText(_Utf8Text):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name in ("mysql", "mariadb"):
-            return dialect.type_descriptor(mysql.VARBINARY(4 * self.length))
+            return dialect.type_descriptor(VARBINARY(4 * self.length))
         return dialect.type_descriptor(String(self.length))
 
 
@@ -285,7 +286,7 @@ class FullName(_Utf8Text):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name in ("mysql", "mariadb"):
-            return dialect.type_descriptor(mysql.BLOB())
+            return dialect.type_descriptor(BLOB())
         return Text()  # not adapted: psycopg's String adaptation would render VARCHAR
 
 
@@ -338,13 +339,13 @@ class JsonRead(TypeDecorator[Any]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            return dialect.type_descriptor(postgresql.JSONB())
+            return dialect.type_descriptor(JSONB())
         return dialect.type_descriptor(JSON())
 
     def column_expression(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
         # Called on the dialect's copy of this type, whose impl is JSONB on PostgreSQL.
         # The text keeps this type, whose result processor parses it.
-        if isinstance(self.impl_instance, postgresql.JSONB):
+        if isinstance(self.impl_instance, JSONB):
             return type_coerce(cast(column, Text), JsonRead())
         return column
 
