@@ -5,7 +5,7 @@ On every backend, sync and async: a filter on an indexed key lists exactly what 
 filter lists by a scan (a saver on the same tables that reads no index row: :func:`scanning`),
 for values of every JSON kind and their near misses; the index follows ``copy_thread``,
 ``prune``, ``delete_thread`` and ``delete_for_runs``; ``reindex_metadata`` indexes a key
-added later. Plans: tests/test_plans.py.
+added later. Plans: tests/dialects/test_plans.py.
 """
 
 from __future__ import annotations

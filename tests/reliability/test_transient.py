@@ -42,7 +42,7 @@ DOWN = {
 def test_a_server_down_at_start_is_a_typed_error_at_once(backend: str) -> None:
     # Never reached: a wrong port or a server not started fails at the first attempt,
     # whatever retry_timeout (outages after a first connection are ridden through:
-    # tests/test_first_contact.py).
+    # tests/engine/test_first_contact.py).
     saver = SQLAlchemySaver.from_conn_string(DOWN[backend], retry_timeout=30)
     started = time.monotonic()
     with pytest.raises(

@@ -1,10 +1,10 @@
 """Nothing written into the database, or into a file handed to our tools, runs code.
 
-The payload is the one of the issue: a msgpack extension naming ``os.system("touch
-MARKER")``, as LangGraph's ``JsonPlusSerializer`` writes an object it rebuilds by calling
-its class. It is planted in every stored column that holds serialised bytes (the
-checkpoint document, a value inline in ``inline_values``, a blob, a pending write, the
-``inline_values`` container itself) and in crafted export and official-saver files.
+The payload: a msgpack extension naming ``os.system("touch MARKER")``, as LangGraph's
+``JsonPlusSerializer`` writes an object it rebuilds by calling its class. It is planted in
+every stored column that holds serialised bytes (the checkpoint document, a value inline
+in ``inline_values``, a blob, a pending write, the ``inline_values`` container itself) and
+in crafted export and official-saver files.
 
 * Strict mode (``strict=True``): every saver method, sync and async, on every backend,
   runs nothing; the forged object reads back as its stored fields, as LangGraph's strict
@@ -12,7 +12,7 @@ checkpoint document, a value inline in ``inline_values``, a blob, a pending writ
   ``CheckpointDecodeError`` and ``list`` skips the row.
 * Default mode: the maintenance methods (``prune``, ``delete_thread``, ``copy_thread``,
   ``list_threads``, ``storage_stats``) run nothing either; ``get_tuple`` runs the payload
-  (LangGraph's permissive default, measured in tests/test_forged.py).
+  (LangGraph's permissive default, measured in tests/security/test_forged.py).
 * Every CLI command, the copy from ours and from an official ``SqliteSaver`` file, export
   and import run nothing, and move values byte for byte.
 """
