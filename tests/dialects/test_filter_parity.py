@@ -10,7 +10,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 
-from ..provision import BACKENDS, new_saver_args
+from ..provision import DIALECT_BACKENDS as BACKENDS
+from ..provision import new_saver_args
 
 METADATA: list[dict[str, Any]] = [
     {

@@ -23,6 +23,8 @@ from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 from ..security.test_forged import raw
 from ..security.test_hostile import cfg
 
+#: The plans read are the built-in families' (tests/dialects/conftest.py).
+BUILT_IN_FAMILIES_ONLY = True
 THREADS, PER_THREAD = 400, 25  # 10,000 checkpoints: small enough for CI
 
 

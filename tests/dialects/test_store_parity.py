@@ -23,7 +23,8 @@ from langgraph.checkpoint.sqlalchemy import StoreRequestError
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from ..conftest import HashEmbeddings
-from ..provision import BACKENDS, new_saver_args
+from ..provision import DIALECT_BACKENDS as BACKENDS
+from ..provision import new_saver_args
 
 ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     # equality filters: prefix ("mix",)
