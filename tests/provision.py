@@ -15,6 +15,13 @@ PostgreSQL: ``LGSA_TEST_POSTGRES_URL`` (default
 to connect to for creating databases. Set ``LGSA_TEST_BACKENDS`` to a comma list (e.g.
 ``sqlite-file,postgres``) to run a subset.
 
+A database of another dialect family (or another server of a known one):
+``LGSA_TEST_EXTRA_URL`` (for example ``cockroachdb+psycopg://root@127.0.0.1:26257/lgsa``)
+adds the backend ``extra`` to :data:`DIALECT_BACKENDS`, the backends of the dialect suite
+(``tests/dialects``). Each test gets a schema of its own in that database (its
+``CREATE SCHEMA``: the saver's ``schema=``), dropped after the test. Unset, there is no
+``extra`` backend and nothing of it is collected.
+
 ``LGSA_TEST_DB_PREFIX`` (default empty): prepended to the name of every database the
 tests create and drop on a server (letters, digits and ``_``), for a shared server whose
 databases must carry a prefix (``ci_`` makes ``ci_lgsa_test_...``).
@@ -37,6 +44,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
+from sqlalchemy.schema import DropSchema
 
 ALL_BACKENDS = ("sqlite-file", "sqlite-memory", "postgres", "mariadb")
 BACKENDS = tuple(
@@ -48,6 +56,11 @@ POSTGRES_ADMIN_URL = os.environ.get(
 MARIADB_ADMIN_URL = os.environ.get(
     "LGSA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"
 )
+#: A database of another dialect family, run by the dialect suite (``LGSA_TEST_EXTRA_URL``).
+EXTRA_URL = os.environ.get("LGSA_TEST_EXTRA_URL", "")
+#: The backends of the dialect suite (``tests/dialects``): :data:`BACKENDS`, and ``extra``
+#: when :data:`EXTRA_URL` is set.
+DIALECT_BACKENDS = BACKENDS + (("extra",) if EXTRA_URL else ())
 #: The admin URL of each database server, by backend name.
 ADMIN_URLS = {"postgres": POSTGRES_ADMIN_URL, "mariadb": MARIADB_ADMIN_URL}
 #: Prepended to every database name the tests create on a server (``LGSA_TEST_DB_PREFIX``).
@@ -144,11 +157,25 @@ def fresh_database(
         drop_database(backend, name)
 
 
+def drop_schema(url: str, name: str) -> None:
+    """Drop schema ``name`` of the database at ``url`` with everything in it, if it exists
+    (``DROP SCHEMA ... CASCADE``; MySQL and MariaDB, whose schemas are databases and take
+    no ``CASCADE``, without it)."""
+    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            cascade = engine.dialect.name not in ("mysql", "mariadb")
+            conn.execute(DropSchema(name, cascade=cascade, if_exists=True))
+    finally:
+        engine.dispose()
+
+
 def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
     """``from_conn_string`` arguments for a fresh, empty store on ``backend``: a new
     SQLite file or in-memory database, a new schema in the run's PostgreSQL database
-    (fixture ``postgres_url``), or a new MariaDB database as the saver's ``schema``
-    (dropped after the test)."""
+    (fixture ``postgres_url``), a new MariaDB database as the saver's ``schema``, or a
+    new schema in the database at :data:`EXTRA_URL` (``extra``; the last two dropped
+    after the test)."""
     if backend == "sqlite-file":
         return {"conn_string": f"sqlite:///{tmp_path / 'checkpoints.sqlite'}"}
     if backend == "sqlite-memory":
@@ -161,4 +188,10 @@ def new_saver_args(backend: str, request: pytest.FixtureRequest, tmp_path: Any) 
         name = new_name()
         request.addfinalizer(lambda: drop_database("mariadb", name))
         return {"conn_string": url, "schema": name}
+    if backend == "extra":
+        if not EXTRA_URL:
+            pytest.skip("LGSA_TEST_EXTRA_URL is not set")
+        name = new_name("lgsa_x")
+        request.addfinalizer(lambda: drop_schema(EXTRA_URL, name))
+        return {"conn_string": EXTRA_URL, "schema": name}
     raise ValueError(backend)

@@ -29,7 +29,7 @@ each other or this module:
 Building the parser imports no database library: the command modules import SQLAlchemy,
 Alembic, LangGraph and the saver inside the commands that need them, so that ``--help``
 and a usage error start fast and each command pays only for what it runs
-(``tests/test_cli_startup.py`` checks which modules ``--help`` and ``threads list`` import).
+(``tests/cli/test_cli_startup.py`` checks which modules ``--help`` and ``threads list`` import).
 """
 
 from __future__ import annotations

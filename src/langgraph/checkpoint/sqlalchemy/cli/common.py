@@ -17,7 +17,7 @@ Importing it costs the standard library only: SQLAlchemy, the saver and the tran
 machinery are imported inside the functions that use them (``threads list`` needs no
 saver: :func:`open_runner`), so that building the parser
 (``--help``, a usage error) imports none of them and each command pays only for what it
-runs (``tests/test_cli_startup.py`` checks it).
+runs (``tests/cli/test_cli_startup.py`` checks it).
 """
 
 from __future__ import annotations

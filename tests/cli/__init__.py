@@ -1,0 +1,1 @@
+"""The command line does what its help says, fails in one line, and starts light."""

@@ -1,0 +1,1 @@
+"""Every dialect family gives the same answers: the QueryBuilder suite a new family runs too."""

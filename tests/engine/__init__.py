@@ -1,0 +1,1 @@
+"""Reaching a database: URLs, first contact, every driver, any loop or thread, shared engines."""

@@ -1,0 +1,493 @@
+"""What a newcomer meets first, on every backend it concerns, sync and async.
+
+- ``await saver.setup()`` (the idiom of the async official savers) works and keeps the
+  event loop free, as does ``setup()`` called from a sync helper inside a running loop;
+  ``setup()`` outside a loop has migrated when it returns (a done coroutine); not
+  awaited at once in a coroutine, the same. The same for the store.
+- A libpq connection string (``"host=... dbname=... user=..."``) is PostgreSQL, never a
+  SQLite file of that name; other strings that are not file paths are refused.
+- A database never reached fails at once, naming its host and port (password masked);
+  one reached once is still retried through an outage.
+- A SQLite file in a folder that does not exist, and a password holding an unencoded
+  ``@``, are typed errors that say what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import socket
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy.engine import make_url
+
+from langgraph.checkpoint.sqlalchemy import (
+    CheckpointConnectionError,
+    DatabaseURLError,
+    SQLAlchemySaver,
+    cli,
+)
+from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
+from langgraph.store.sqlalchemy import SQLAlchemyStore
+
+from ..provision import BACKENDS, new_saver_args
+
+CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+SERVERS = [b for b in ("postgres", "mariadb") if b in BACKENDS]
+#: Nothing listens on port 1 of 127.0.0.1.
+DOWN = {
+    "postgres": "postgresql://u:S3cretPw@127.0.0.1:1/x",
+    "mariadb": "mysql://u:S3cretPw@127.0.0.1:1/x",
+}
+Owner = Callable[..., Any]
+OWNERS: dict[str, Owner] = {
+    "saver": SQLAlchemySaver.from_conn_string,
+    "store": SQLAlchemyStore.from_conn_string,
+}
+
+
+def _probe(owner: Any) -> Any:
+    """A read through the owner's sync door: fails if its tables are missing."""
+    if isinstance(owner, SQLAlchemyStore):
+        return owner.search(("a",))
+    return owner.get_tuple(CONFIG)
+
+
+async def _aprobe(owner: Any) -> Any:
+    if isinstance(owner, SQLAlchemyStore):
+        return await owner.asearch(("a",))
+    return await owner.aget_tuple(CONFIG)
+
+
+# -- await setup() ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+def test_setup_outside_a_loop_returns_a_done_coroutine(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``setup()`` has migrated when it returns; what it returns is a coroutine already
+    done, so ``asyncio.run(saver.setup())`` works too and nothing warns if it is dropped."""
+    args = new_saver_args(backend, request, tmp_path)
+    with OWNERS[kind](args.pop("conn_string"), **args) as owner, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        done = owner.setup()
+        _probe(owner)
+        assert asyncio.run(done) is None  # type: ignore[arg-type]
+        asyncio.run(owner.setup())  # type: ignore[arg-type]
+        del done
+        gc.collect()
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_await_setup_works_like_asetup(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+        await owner.setup()
+        await _aprobe(owner)
+        _probe(owner)
+        await owner.setup()  # idempotent, awaited again
+        await owner.asetup()
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_await_setup_keeps_the_event_loop_free(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The migration of ``await setup()`` runs in a worker thread, as ``asetup()``'s does:
+    another task of the loop goes on meanwhile (it would not run once if the migration
+    ran on the loop's thread)."""
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        try:
+            await owner.setup()
+        finally:
+            task.cancel()
+        assert ticks > 1
+        await _aprobe(owner)
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_setup_in_a_coroutine_not_awaited_at_once_migrates_before_returning(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Sync methods work inside a running loop: ``setup()`` written in a coroutine without
+    ``await`` has migrated when it returns, and its result can still be awaited."""
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+        pending = owner.setup()
+        _probe(owner)
+        await pending  # does nothing more
+        await asyncio.gather(owner.setup())
+        await asyncio.create_task(owner.setup())  # type: ignore[arg-type]
+        await _aprobe(owner)
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+async def test_setup_from_a_sync_helper_inside_a_loop_migrates_before_returning(
+    kind: str, backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    args = new_saver_args(backend, request, tmp_path)
+    async with OWNERS[kind](args.pop("conn_string"), **args) as owner:
+
+        def helper() -> None:  # a sync function called on the loop's thread
+            owner.setup()  # not awaited: the tables must exist all the same
+            _probe(owner)
+
+        helper()
+        await _aprobe(owner)
+
+
+# -- libpq connection strings and other strings that are not file paths ---------------------
+
+
+@pytest.mark.parametrize(
+    ("conninfo", "expected"),
+    [
+        ("host=127.0.0.1 dbname=app user=u", "postgresql+psycopg://u@127.0.0.1/app"),
+        (
+            "host = db.example port=6543 dbname='my app' user=u password='p w\\'d'",
+            "postgresql+psycopg://u:p w%27d@db.example:6543/my app",
+        ),
+        ("dbname=app", "postgresql+psycopg:///app"),
+        (
+            "host=/var/run/postgresql dbname=app sslmode=disable",
+            "postgresql+psycopg:///app?host=%2Fvar%2Frun%2Fpostgresql&sslmode=disable",
+        ),
+        (
+            "host=a,b port=5432,5433 dbname=app",
+            "postgresql+psycopg:///app?host=a%2Cb&port=5432%2C5433",
+        ),
+    ],
+)
+def test_a_libpq_connection_string_is_postgresql(
+    conninfo: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    urls = resolve_urls(conninfo)
+    assert urls.sync.render_as_string(hide_password=False) == expected
+    assert urls.async_.drivername == "postgresql+psycopg"
+    assert "p w'd" not in repr(urls.sync)  # the password field is masked
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif("postgres" not in BACKENDS, reason="PostgreSQL not in LGSA_TEST_BACKENDS")
+async def test_a_libpq_connection_string_connects_sync_and_async(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = make_url(postgres_url)
+    conninfo = (
+        f"host={url.host} port={url.port or 5432} dbname='{url.database}' user={url.username}"
+    )
+    async with SQLAlchemySaver.from_conn_string(conninfo, schema="t_conninfo") as saver:
+        await saver.asetup()
+        saver.put(CONFIG, empty_checkpoint(), {}, {})
+        assert await saver.aget_tuple(CONFIG) is not None
+        assert saver.engine.dialect.name == "postgresql"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("foo=bar", 'invalid connection option "foo"'),
+        ("x=1.db", "sqlite:///x=..."),
+        ("dbname=app user", 'missing "=" after "user"'),
+        ("dbname='app", "unterminated quoted string"),
+        ("password=S3cretPw bogus=1", "not a valid libpq connection string: "),
+        ("port=abc dbname=x", "not a number"),
+        ("my file = x.db", "looks like a connection string"),
+        ("Server=db;Database=app; User Id=u", 'invalid connection option "Server"'),
+        ("localhost:5432/app", "host:port without a scheme"),
+        ("db.example:3306", "host:port without a scheme"),
+    ],
+)
+def test_strings_that_are_not_file_paths_are_refused(
+    text: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for kind in OWNERS:
+        with pytest.raises(DatabaseURLError, match=says.replace("(", r"\(")) as e:
+            OWNERS[kind](text)
+        assert "S3cret" not in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_libpq_connection_string_without_psycopg_says_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg fails
+    with pytest.raises(DatabaseURLError, match=r"pip install 'psycopg\[binary\]'"):
+        SQLAlchemySaver.from_conn_string("host=127.0.0.1 dbname=app user=u")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "sync", "async_"),
+    [
+        ("postgres://u@h/x", "postgresql+psycopg", "postgresql+psycopg"),
+        ("postgres+asyncpg://u@h/x", "postgresql+psycopg", "postgresql+asyncpg"),
+        ("postgresql+asyncpg://u@h/x", "postgresql+psycopg", "postgresql+asyncpg"),
+        ("postgresql+psycopg://u@h/x", "postgresql+psycopg", "postgresql+psycopg"),
+        ("mariadb://u@h/x", "mariadb+pymysql", "mariadb+asyncmy"),
+    ],
+)
+def test_url_schemes_and_aliases_pick_their_drivers(url: str, sync: str, async_: str) -> None:
+    urls = resolve_urls(url)
+    assert (urls.sync.drivername, urls.async_.drivername) == (sync, async_)
+
+
+def test_a_file_name_with_an_equals_sign_still_opens_as_sqlite_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with SQLAlchemySaver.from_conn_string("sqlite:///x=1.db") as saver:
+        saver.setup()
+    assert (tmp_path / "x=1.db").is_file()
+
+
+# -- a database never reached fails at once; one reached once is retried -------------------
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+@pytest.mark.parametrize("backend", SERVERS)
+async def test_a_database_never_reached_fails_at_once_naming_host_and_port(
+    backend: str, kind: str
+) -> None:
+    owner = OWNERS[kind](DOWN[backend], retry_timeout=30)
+    try:
+        for call in (owner.setup, lambda: _probe(owner)):
+            started = time.monotonic()
+            with pytest.raises(CheckpointConnectionError) as e:
+                call()
+            assert time.monotonic() - started < 2
+            message = str(e.value)
+            assert "host 127.0.0.1, port 1" in message and "S3cretPw" not in message
+            assert "u:***@127.0.0.1:1/x" in message and "server is running" in message
+            assert e.value.__cause__ is None  # one short traceback
+        for acall in (owner.asetup, lambda: _aprobe(owner)):
+            started = time.monotonic()
+            with pytest.raises(CheckpointConnectionError, match="port 1"):
+                await acall()
+            assert time.monotonic() - started < 2
+    finally:
+        await owner.aclose()
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 to a database server, that can be stopped (its
+    connections cut, new ones refused) and started again on the same port: an outage."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = 0
+        self._listener: socket.socket | None = None
+        self._open: list[socket.socket] = []
+        self.start()
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(16)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def stop(self) -> None:
+        assert self._listener is not None
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept(); close() alone does not
+        self._listener.close()
+        for s in self._open:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        self._open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self._open += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.fixture(params=SERVERS)
+def proxied(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[dict[str, Any], Proxy]]:
+    """``(from_conn_string arguments, proxy)``: a fresh database of the backend reached
+    through a :class:`Proxy`."""
+    args = new_saver_args(str(request.param), request, tmp_path)
+    url = make_url(args["conn_string"])
+    proxy = Proxy(url.port or (5432 if request.param == "postgres" else 3306))
+    args["conn_string"] = url.set(port=proxy.port).render_as_string(hide_password=False)
+    yield args, proxy
+    proxy.stop()
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_outage_after_the_first_connection_is_ridden_through(
+    proxied: tuple[dict[str, Any], Proxy], kind: str, mode: str
+) -> None:
+    args, proxy = proxied
+    owner = OWNERS[kind](args.pop("conn_string"), retry_timeout=15, **args)
+    try:
+        owner.setup()
+        await _aprobe(owner)
+        proxy.stop()
+        threading.Timer(1.0, proxy.start).start()  # back after one second
+        started = time.monotonic()
+        if mode == "sync":
+            await asyncio.to_thread(_probe, owner)
+        else:
+            await _aprobe(owner)
+        assert time.monotonic() - started >= 0.8  # waited for the server, did not fail
+    finally:
+        await owner.aclose()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_outage_after_the_first_connection_fails_after_retry_timeout(
+    proxied: tuple[dict[str, Any], Proxy], mode: str
+) -> None:
+    args, proxy = proxied
+    saver = SQLAlchemySaver.from_conn_string(args.pop("conn_string"), retry_timeout=0.5, **args)
+    try:
+        saver.setup()
+        await saver.aget_tuple(CONFIG)
+        proxy.stop()
+        with pytest.raises(CheckpointConnectionError, match="cannot reach") as e:
+            if mode == "sync":
+                saver.get_tuple(CONFIG)
+            else:
+                await saver.aget_tuple(CONFIG)
+        attempts = int(str(e.value).split(" attempts over ")[0].rsplit("(", 1)[1])
+        assert attempts >= 3  # retried with pauses, not given up at the first refusal
+    finally:
+        proxy.start()  # for the fixture's stop
+        await saver.aclose()
+
+
+# -- a SQLite file in a missing folder; a password with an unencoded '@' --------------------
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+@pytest.mark.parametrize("form", ["sqlite:///{path}", "{path}"])
+async def test_a_sqlite_file_in_a_missing_folder_names_the_folder(
+    kind: str, form: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "no" / "such" / "db.sqlite"
+    owner = OWNERS[kind](form.format(path=path))
+    try:
+        for call in (owner.setup, lambda: _probe(owner)):
+            with pytest.raises(DatabaseURLError) as e:
+                call()
+            message = str(e.value)
+            assert str(path) in message and f"folder {tmp_path / 'no' / 'such'}" in message
+            assert "does not exist" in message and "Create the folder" in message
+        for acall in (owner.asetup, lambda: _aprobe(owner)):
+            with pytest.raises(DatabaseURLError, match="does not exist"):
+                await acall()
+    finally:
+        await owner.aclose()
+    assert not (tmp_path / "no").exists()
+
+
+AT_IN_PASSWORD = [
+    "postgresql://u:p@ss@127.0.0.1:5999/x",
+    "postgresql+psycopg://u:p@ss@127.0.0.1/x",
+    "mysql://u:p@ss@127.0.0.1:3306/x",
+    "mariadb+asyncmy://u@name:p@ss@127.0.0.1/x",
+]
+
+
+@pytest.mark.parametrize("url", AT_IN_PASSWORD)
+def test_an_unencoded_at_in_the_password_is_refused_masked(url: str) -> None:
+    for kind in OWNERS:
+        with pytest.raises(DatabaseURLError, match="%40") as e:
+            OWNERS[kind](url)
+        message = str(e.value)
+        assert "ss@" not in message and "p@" not in message and "u:" not in message
+        assert "***@127.0.0.1" in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://postgres:MyS3cret@Pass:Word9@127.0.0.1:5432/x",  # port read as 'Word9@..'
+        "postgresql://postgres:S3cret@Pw@[::1]:5432/x",
+        "host=127.0.0.1 dbname=x user=postgres password=Tr0ub4dor &3xtraSecret",
+        "host=127.0.0.1 password=a b=SecretTail",
+    ],
+)
+def test_no_piece_of_a_password_reaches_a_url_error(text: str) -> None:
+    """Neither SQLAlchemy's port parser nor libpq's parser may quote a piece of a password
+    written without encoding or quotes."""
+    for kind in OWNERS:
+        with pytest.raises(DatabaseURLError) as e:
+            OWNERS[kind](text)
+        message = str(e.value)
+        for piece in ("Word9", "S3cret", "Secret", "3xtra", "Pass", "Pw"):
+            assert piece not in message, message
+
+
+def test_a_libpq_value_holding_a_url_is_still_libpq() -> None:
+    urls = resolve_urls("host=127.0.0.1 dbname=x user=u options='-c search_path=a://b'")
+    assert urls.sync.drivername == "postgresql+psycopg"
+    assert urls.sync.query["options"] == "-c search_path=a://b"
+
+
+@pytest.mark.parametrize("url", AT_IN_PASSWORD)
+def test_the_command_line_shows_no_part_of_such_a_password(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (
+        ["current", "--url", url],
+        ["upgrade", "--url", url],
+        ["threads", "list", "--url", url],
+    ):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.count("\n") == 1 and err.startswith("error: ")
+        assert "ss@" not in err and "p@" not in err and "%40" in err

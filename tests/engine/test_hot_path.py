@@ -1,0 +1,181 @@
+"""The hot path's shortcuts keep what a commit and a read guarantee.
+
+- An unchanged channel value is serialised once, not at every put; a value that is a
+  new object is serialised again whatever its version says.
+- The statements of a graph step run on the driver's cursor, yet a
+  ``before_cursor_execute`` listener (instrumentation) still sees every one of them.
+- On PostgreSQL a put with blob rows and a delete_thread are one statement each.
+- Savers built by ``from_conn_string`` for the same database share their engines, which
+  are disposed when the last of them closes and serve the next saver after that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from sqlalchemy import event
+
+from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
+from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+
+from ..checkpoints import next_checkpoint
+from ..doors import Door
+from ..provision import new_saver_args
+
+BIG_LIST = [f"message {i} " + "x" * 40 for i in range(40)]  # ~2 kB serialised
+
+
+class CountingSerde(JsonPlusSerializer):
+    """Counts ``dumps_typed`` calls per object identity."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dumped: list[int] = []
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        self.dumped.append(id(obj))
+        return super().dumps_typed(obj)
+
+
+def _config(thread: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    c: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ""}
+    if checkpoint_id:
+        c["checkpoint_id"] = checkpoint_id
+    return {"configurable": c}
+
+
+async def _put_steps(door: Door, thread: str, updates: list[dict[str, Any]]) -> list[Any]:
+    """Put one checkpoint a step, each the child of the previous, with the channels in
+    ``updates[step]`` written (new versions); other channels keep their value object and
+    version, as LangGraph's channels do."""
+    config, prev, configs = _config(thread), None, []
+    for step, written in enumerate(updates):
+        prev, new_versions = next_checkpoint(door.saver, prev, written, step)
+        config = await door.put(config, prev, {"source": "loop", "step": step}, new_versions)
+        configs.append(config)
+    return configs
+
+
+async def test_an_unchanged_value_is_serialised_once(saver_factory: Any, mode: str) -> None:
+    serde = CountingSerde()
+    door = Door(saver_factory(serde=serde), mode)
+    steps = [{"messages": BIG_LIST, "step": 0}] + [{"step": i} for i in range(1, 5)]
+    await _put_steps(door, "t", steps)
+    assert serde.dumped.count(id(BIG_LIST)) == 1
+    got = await door.get_tuple(_config("t"))
+    assert got.checkpoint["channel_values"] == {"messages": BIG_LIST, "step": 4}
+
+
+async def test_a_new_object_is_serialised_again_at_the_same_version(
+    saver_factory: Any, mode: str
+) -> None:
+    serde = CountingSerde()
+    door = Door(saver_factory(serde=serde), mode)
+    configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": 0}])
+    # A run restored from the database holds a new object at the same version: its bytes
+    # are made again (the cache never trusts a version alone), and what is stored is
+    # that object's value.
+    restored = [*BIG_LIST[:-1], "changed"]
+    prev = (await door.get_tuple(configs[0])).checkpoint
+    prev["channel_values"]["messages"] = restored
+    cp, new_versions = next_checkpoint(door.saver, prev, {"step": 1}, 1)
+    config = await door.put(configs[0], cp, {"source": "loop", "step": 1}, new_versions)
+    assert serde.dumped.count(id(restored)) == 1
+    got = await door.get_tuple(config)
+    assert got.checkpoint["channel_values"]["messages"] == restored
+
+
+@contextmanager
+def statements(saver: SQLAlchemySaver) -> Iterator[list[str]]:
+    """SQL statements sent by both of the saver's engines inside the block."""
+    seen: list[str] = []
+
+    def listener(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    engines = (saver.engine, saver.async_engine.sync_engine)
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", listener)
+    try:
+        yield seen
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", listener)
+
+
+async def test_listeners_see_every_statement_of_a_graph_step(door: Door) -> None:
+    with statements(door.saver) as seen:
+        configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": 0}])
+        await door.put_writes(configs[0], [("messages", "hi"), ("step", 1)], "task-1")
+        got = await door.get_tuple(_config("t"))
+    assert got is not None and len(got.pending_writes) == 2
+    text = " ".join(s.upper() for s in seen).replace('"', "").replace("`", "")
+    for table in ("LGSA_CHECKPOINTS", "LGSA_CHECKPOINT_WRITES"):
+        assert re.search(rf"INSERT INTO (\S+\.)?{table} ", text), table
+    assert "SELECT" in text
+
+
+@pytest.mark.saver_kwargs(inline_limit=0)
+async def test_one_statement_writes_where_the_dialect_allows(door: Door) -> None:
+    """inline_limit=0: every value goes to the blobs table, so a put writes two tables."""
+    combined = door.saver._st.qb.dml_in_cte
+    await _put_steps(door, "warm-up", [{"step": 0}])  # MySQL: reads the packet limit once
+    with statements(door.saver) as seen:
+        await _put_steps(door, "t", [{"messages": BIG_LIST, "step": 0}])
+    assert len(seen) == (1 if combined else 2)
+    with statements(door.saver) as seen:
+        await door.delete_thread("t")
+    assert len(seen) == (1 if combined else len(door.saver._st.delete_thread))
+    assert await door.get_tuple(_config("t")) is None
+
+
+def test_savers_of_one_database_share_engines_until_the_last_closes(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    if backend == "sqlite-memory":
+        pytest.skip("an in-memory database lives in one saver's own engines")
+    args = new_saver_args(backend, request, tmp_path)
+    first = SQLAlchemySaver.from_conn_string(**args)
+    first.setup()
+    second = SQLAlchemySaver.from_conn_string(**args)
+    assert second.engine is first.engine and second.async_engine is first.async_engine
+    other = SQLAlchemySaver.from_conn_string(**args, pool_size=3)
+    assert other.engine is not first.engine  # other engine arguments: other engines
+    other.close()
+
+    configs = [_put_sync(first, "a"), _put_sync(second, "b")]
+    first.close()
+    first.close()  # a second close changes nothing for the saver still open
+    assert second.get_tuple(configs[0]) is not None  # still served
+    assert second.engine.pool.checkedin() >= 1
+    second.close()
+    assert second.engine.pool.checkedin() == 0  # the last close closed the connections
+
+    third = SQLAlchemySaver.from_conn_string(**args)
+    try:
+        assert third.engine is first.engine  # kept for the next saver
+        assert third.get_tuple(configs[1]) is not None
+    finally:
+        third.close()
+
+
+def _put_sync(saver: SQLAlchemySaver, thread: str) -> Any:
+    cp, new_versions = next_checkpoint(saver, None, {"step": 0})
+    return saver.put(_config(thread), cp, {"source": "loop", "step": 0}, new_versions)
+
+
+async def test_compiled_statements_are_bounded(door: Door, monkeypatch: Any) -> None:
+    """A process serving many schemas compiles each statement once per schema: the
+    cache of compiled statements keeps at most MAX_COMPILED of them."""
+    monkeypatch.setattr(_driver, "MAX_COMPILED", 2)
+    monkeypatch.setattr(_driver, "_CACHE", {})  # the process's cache holds earlier tests'
+    configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": i} for i in range(3)])
+    await door.put_writes(configs[-1], [("step", 9)], "task-1")
+    got = await door.get_tuple(_config("t"))
+    assert got.checkpoint["channel_values"]["step"] == 2 and len(got.pending_writes) == 1
+    assert len(_driver._CACHE) <= 2

@@ -1,0 +1,1 @@
+"""The project's own shape: layer rules, reference docs, the built wheel, the benchmarks' smoke."""

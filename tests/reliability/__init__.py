@@ -1,0 +1,1 @@
+"""Nothing acknowledged is lost: crashes, clusters, races, transient faults, skew, load, Ctrl-C."""

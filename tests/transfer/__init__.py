@@ -1,0 +1,1 @@
+"""Copies from the official savers and stores, and between ours, lose nothing and resume."""
