@@ -30,7 +30,10 @@ import langgraph.store.sqlalchemy as store_package
 
 CHECKPOINT = saver_package.__name__
 STORE = store_package.__name__
-ROOTS = {CHECKPOINT: Path(saver_package.__file__).parent, STORE: Path(store_package.__file__).parent}
+ROOTS = {
+    CHECKPOINT: Path(saver_package.__file__).parent,
+    STORE: Path(store_package.__file__).parent,
+}
 
 MAX_LINES = 600
 MAX_FLAT_PRIVATE = 10
@@ -76,8 +79,10 @@ def layer_of(module: str) -> str:
     best, best_len = "", -1
     for name, prefixes in LAYERS:
         for prefix in prefixes:
-            full = prefix if prefix.startswith(STORE) else ".".join(
-                p for p in (CHECKPOINT, prefix) if p
+            full = (
+                prefix
+                if prefix.startswith(STORE)
+                else ".".join(p for p in (CHECKPOINT, prefix) if p)
             )
             if (module == full or module.startswith(full + ".")) and len(full) > best_len:
                 best, best_len = name, len(full)
@@ -170,9 +175,12 @@ def _layer_package(module: str) -> str:
     for package in (CHECKPOINT, STORE):
         if module.startswith(package + "."):
             head = module[len(package) + 1 :].split(".")[0]
-            return f"{package}.{head}" if head.startswith("_") and (
-                MODULES.get(f"{package}.{head}", Path()).name == "__init__.py"
-            ) else package
+            return (
+                f"{package}.{head}"
+                if head.startswith("_")
+                and (MODULES.get(f"{package}.{head}", Path()).name == "__init__.py")
+                else package
+            )
     return module
 
 
