@@ -1,4 +1,5 @@
-"""The two doors of the saver: how its operations reach the database, sync and async.
+"""The two doors of an owner (the saver, the store): how its operations reach the
+database, sync and async.
 
 The sync door (:class:`~.doors.Doors` of the sync engine, :class:`~.doors.SyncRunner`) lives
 in :mod:`._engine.doors`; this module adds the async one. Async engines have one set of
@@ -6,7 +7,8 @@ doors per event loop (:class:`PerLoopEngines`), because an async connection is u
 its own loop. :class:`Runner` runs an operation, a sync function on a ``Connection``,
 through either door (checking the schema once and retrying through transient failures, see
 :class:`~._engine.retry.Retry`), and runs a method's plan (:data:`~._engine.doors.Plan`) of
-operations.
+operations and other steps (:mod:`._engine.steps`: a pause, an embedding call), each
+performed the way its door does it.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
     AccessOptions,
+    Call,
     Doors,
     Plan,
     Steps,
@@ -38,6 +41,7 @@ from langgraph.checkpoint.sqlalchemy._engine.doors import (
     not_retried,
 )
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
@@ -256,8 +260,21 @@ class Runner(SyncRunner):
                 await asyncio.sleep(retry.pause(e))
 
     async def adrive(self, plan: Plan[R]) -> R:
-        """Run a plan's operations one after the other through the async door."""
+        """Run a plan's steps one after the other through the async door: its operations
+        by :meth:`arun`, its other steps by :meth:`.Step.ado`."""
         steps = Steps(plan)
-        for access, op, args in steps:
-            steps.result = await self.arun(access, op, args)
+        for step in steps:
+            if type(step) is tuple:  # an operation: the common case, checked first
+                access, op, args = step
+                steps.result = await self.arun(access, op, args)
+            else:
+                steps.result = await self.aperform(step)
         return steps.value
+
+    async def aperform(self, step: Call | Step) -> Any:
+        """:meth:`perform` for the async door: a :class:`.Step` awaited on the running
+        loop, or an operation in a tuple subclass."""
+        if isinstance(step, Step):
+            return await step.ado()
+        access, op, args = step
+        return await self.arun(access, op, args)

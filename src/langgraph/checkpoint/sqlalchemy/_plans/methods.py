@@ -191,7 +191,9 @@ def _put_all(conn: Any, plans: Plans, items: Callable[[], Iterable[PutArgs]]) ->
     stored = 0
     for args in items():
         steps = Steps(plans.put(*args))
-        for _access, op, op_args in steps:
+        for step in steps:
+            assert type(step) is tuple  # a put yields database operations only
+            _access, op, op_args = step
             steps.result = op(conn, *op_args)
         stored += 1
     return stored
