@@ -30,7 +30,7 @@ class OperatorMethods:
     """Operator methods of :class:`.SQLAlchemySaver` (see the module)."""
 
     engine: Engine
-    _doors: Runner
+    _runner: Runner
     _plans: Plans
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -47,11 +47,11 @@ class OperatorMethods:
         Raises:
             TypeError: ``run_ids`` is a bare string.
         """
-        self._doors.drive(self._plans.delete_for_runs(run_ids))
+        self._runner.drive(self._plans.delete_for_runs(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        await self._doors.adrive(self._plans.delete_for_runs(run_ids))
+        await self._runner.adrive(self._plans.delete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -61,11 +61,11 @@ class OperatorMethods:
             ThreadNotEmptyError: The target thread already has checkpoints.
             CheckpointConfigError: A thread id of the wrong type or length.
         """
-        self._doors.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
+        self._runner.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        await self._doors.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
+        await self._runner.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, each in its own transaction.
@@ -84,11 +84,11 @@ class OperatorMethods:
             TypeError: ``thread_ids`` is a bare string.
             ValueError: Unknown strategy.
         """
-        self._doors.drive(self._plans.prune(thread_ids, strategy))
+        self._runner.drive(self._plans.prune(thread_ids, strategy))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        await self._doors.adrive(self._plans.prune(thread_ids, strategy))
+        await self._runner.adrive(self._plans.prune(thread_ids, strategy))
 
     def reindex_metadata(self) -> builtins.list[str]:
         """Index the stored checkpoints for this saver's ``metadata_index_keys`` that the
@@ -103,11 +103,11 @@ class OperatorMethods:
         Returns:
             The keys indexed by this call (empty: nothing was missing).
         """
-        return self._doors.drive(self._plans.reindex_metadata())
+        return self._runner.drive(self._plans.reindex_metadata())
 
     async def areindex_metadata(self) -> builtins.list[str]:
         """Async :meth:`reindex_metadata`."""
-        return await self._doors.adrive(self._plans.reindex_metadata())
+        return await self._runner.adrive(self._plans.reindex_metadata())
 
     # -- per-thread lock across processes ----------------------------------------------------
 
@@ -130,7 +130,7 @@ class OperatorMethods:
             CheckpointConnectionError: The database stayed unreachable for the saver's
                 ``retry_timeout``.
         """
-        with _locks.thread_lock(self._doors, self.engine.url, _ids.thread(thread_id), timeout):
+        with _locks.thread_lock(self._runner, self.engine.url, _ids.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
@@ -138,7 +138,7 @@ class OperatorMethods:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         and renews without blocking the event loop."""
         key = _ids.thread(thread_id)
-        async with _locks.athread_lock(self._doors, self.engine.url, key, timeout):
+        async with _locks.athread_lock(self._runner, self.engine.url, key, timeout):
             yield
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
@@ -184,7 +184,7 @@ class OperatorMethods:
             TypeError: ``after`` of another type.
         """
         plan = self._plans.list_threads(limit, offset, idle_for, after)
-        return self._doors.drive(plan)
+        return self._runner.drive(plan)
 
     async def alist_threads(
         self,
@@ -195,7 +195,7 @@ class OperatorMethods:
         after: ThreadInfo | tuple[str, str] | str | None = None,
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
-        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for, after))
+        return await self._runner.adrive(self._plans.list_threads(limit, offset, idle_for, after))
 
     def storage_stats(
         self, thread_id: str | None = None, *, estimate: bool = False
@@ -218,10 +218,10 @@ class OperatorMethods:
             ``{table name: {"rows": int, "bytes": int}}``; exact bytes are the lengths of
             the serialised columns, not the database's page usage.
         """
-        return self._doors.drive(self._plans.storage_stats(thread_id, estimate))
+        return self._runner.drive(self._plans.storage_stats(thread_id, estimate))
 
     async def astorage_stats(
         self, thread_id: str | None = None, *, estimate: bool = False
     ) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
-        return await self._doors.adrive(self._plans.storage_stats(thread_id, estimate))
+        return await self._runner.adrive(self._plans.storage_stats(thread_id, estimate))

@@ -188,7 +188,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         urls.require_async()
         options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
         options.update(retry_timeout=retry_timeout, clock=clock)
-        return _shared.open_saver(cls, urls, options, engine_kwargs)
+        return _shared.open_owner(cls, urls, options, engine_kwargs)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -218,7 +218,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     def close(self) -> None:
         """Stop the TTL sweeper thread and dispose the engines this store created."""
         self.stop_ttl_sweeper(timeout=1.0)
-        self._doors.close()
+        self._runner.close()
 
     async def aclose(self) -> None:
         """Wait for the running loop's queued calls, stop the TTL sweepers and dispose
@@ -227,7 +227,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         await self._rounds.finish()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper(timeout=1.0)
-        await self._doors.aclose()
+        await self._runner.aclose()
 
     # -- the BaseStore contract ------------------------------------------------------
 
@@ -266,9 +266,9 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             embeddings = self._index.embeddings
             queries = {q: embeddings.embed_query(q) for q in prepared.queries}
         batch = self._finish(prepared, embedded, queries)
-        done = self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
+        done = self._runner.run(self._access(batch), _reads.run_batch, (self._qb, batch))
         if done.refresh:
-            self._doors.run(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+            self._runner.run(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
         return done.results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -301,9 +301,9 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             found = await asyncio.gather(*(embeddings.aembed_query(q) for q in asked))
             queries = dict(zip(asked, found, strict=False))
         batch = self._finish(prepared, embedded, queries)
-        done = await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+        done = await self._runner.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
         if done.refresh:
-            await self._doors.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
+            await self._runner.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
         return done.results
 
     def _access(self, batch: Batch) -> Access:
@@ -408,21 +408,21 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         Returns:
             The number of items deleted.
         """
-        return self._doors.run(Access.WRITE, _items.delete_expired, (self._now(),))
+        return self._runner.run(Access.WRITE, _items.delete_expired, (self._now(),))
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
-        return await self._doors.arun(Access.WRITE, _items.delete_expired, (self._now(),))
+        return await self._runner.arun(Access.WRITE, _items.delete_expired, (self._now(),))
 
     # -- tools -----------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
         """Count what the store holds (items, namespaces, vectors, expired items)."""
-        return self._doors.run(Access.READ, _items.stats, (self._now(),))
+        return self._runner.run(Access.READ, _items.stats, (self._now(),))
 
     async def astats(self) -> StoreStats:
         """Async :meth:`stats`."""
-        return await self._doors.arun(Access.READ, _items.stats, (self._now(),))
+        return await self._runner.arun(Access.READ, _items.stats, (self._now(),))
 
     def held(
         self, keys: Sequence[tuple[str, str]], *, with_vectors: bool = False
@@ -430,7 +430,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """What the store holds for ``keys`` (``(stored namespace text, key)``), expired
         items included and no TTL refreshed: for copies, which compare it with their
         source (:func:`._items.held`)."""
-        return self._doors.run(Access.READ, _items.held, (list(keys), with_vectors))
+        return self._runner.run(Access.READ, _items.held, (list(keys), with_vectors))
 
     def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:
         """Write items as they are, timestamps and expiry included (copies from another
@@ -462,7 +462,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     def _load(self, chunk: Sequence[StoredItem]) -> int:
         rows = load_rows(self._index, chunk)
-        self._doors.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
+        self._runner.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
         return len(rows)
 
 

@@ -49,7 +49,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlalchemy._engine.doors import Access
-    from langgraph.checkpoint.sqlalchemy._engine.shared import SharedDoors
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
@@ -152,18 +151,23 @@ class PerLoopEngines:
 
 
 class Runner(SyncRunner):
-    """Runs the saver's operations through its two doors: the sync one of
-    :class:`~._engine.doors.SyncRunner` (``run``, ``drive``, ``call``, the schema check) and the
-    async one of each event loop (``arun``, ``adrive``).
+    """Runs the operations of an owner (the saver, the store) through its two doors: the
+    sync one of :class:`~._engine.doors.SyncRunner` (``run``, ``drive``, ``call``, the
+    schema check) and the async one of each event loop (``arun``, ``adrive``).
+
+    The runner is handed its doors, not the owner of shared engines
+    (:class:`~._engine.shared.SharedDoors`): shared doors come with the ``release``
+    callable that counts their user out.
 
     Args:
-        engine: The sync engine.
-        async_engine: The async engine (copied for other event loops).
-        options: Execution options of each access.
+        sync: The sync engine's doors.
+        per_loop: The async engine's doors, one set per event loop.
         qb: The dialect's query builder (errors, ``async_in_thread``).
         schema: The PostgreSQL schema of the tables, for the schema check.
-        owned: The engines the saver made, disposed by :meth:`close`.
-        shared: The shared doors of ``from_conn_string`` (or None: the saver's own).
+        owned: The engines the owner made (or shares), disposed by :meth:`close`.
+        release: For shared doors, counts this runner out of their users and says
+            whether it was the last (who disposes the engines); None for the owner's own
+            doors, disposed at every close.
         retry_timeout: Seconds to retry an operation through transient failures
             (:class:`~._engine.retry.Retry`).
 
@@ -174,6 +178,25 @@ class Runner(SyncRunner):
 
     def __init__(
         self,
+        sync: Doors[Engine],
+        per_loop: PerLoopEngines,
+        qb: QueryBuilder,
+        schema: str | None,
+        *,
+        owned: list[Engine | AsyncEngine],
+        release: Callable[[], bool] | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+    ) -> None:
+        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
+        self.per_loop = per_loop
+        self.owned = owned
+        self.keeper: sqlite3.Connection | None = None
+        self._release = release
+        self._released = False
+
+    @classmethod
+    def own(
+        cls,
         engine: Engine,
         async_engine: AsyncEngine,
         options: AccessOptions,
@@ -181,27 +204,31 @@ class Runner(SyncRunner):
         schema: str | None,
         *,
         owned: list[Engine | AsyncEngine],
-        shared: SharedDoors | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
-    ) -> None:
-        if shared is not None:
-            sync, self.per_loop = shared.sync, shared.per_loop
-        else:
-            sync = Doors(engine, options)
-            # One async engine per event loop: any loop, any thread.
-            self.per_loop = PerLoopEngines(async_engine, options)
-        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
-        self.owned = owned
-        self.keeper: sqlite3.Connection | None = None
-        self.shared = shared
-        self._released = False
+    ) -> Runner:
+        """A runner on doors of its own for ``engine`` and ``async_engine`` (not shared).
+
+        Args:
+            engine: The sync engine.
+            async_engine: The async engine (copied for other event loops).
+            options: Execution options of each access.
+            qb: See :class:`Runner`.
+            schema: See :class:`Runner`.
+            owned: See :class:`Runner`.
+            retry_timeout: See :class:`Runner`.
+        """
+        # One async engine per event loop: any loop, any thread.
+        per_loop = PerLoopEngines(async_engine, options)
+        return cls(
+            Doors(engine, options), per_loop, qb, schema, owned=owned, retry_timeout=retry_timeout
+        )
 
     def reached(self) -> bool:
         """Whether the sync engine or the async one (on any loop) has connected once."""
         return super().reached() or has_connected(self.per_loop.primary.sync_engine)
 
     def close(self) -> None:
-        """Dispose the engines the saver made (shared ones when their last user
+        """Dispose the engines the owner made (shared ones when their last user
         closes); async pools are dropped without awaiting."""
         if self._disposes():
             self._dispose_sync()
@@ -209,7 +236,7 @@ class Runner(SyncRunner):
         self._release_keeper()
 
     async def aclose(self) -> None:
-        """Dispose the engines the saver made (shared ones when their last user
+        """Dispose the engines the owner made (shared ones when their last user
         closes), closing async connections properly."""
         if self._disposes():
             self._dispose_sync()
@@ -217,13 +244,13 @@ class Runner(SyncRunner):
         self._release_keeper()
 
     def _disposes(self) -> bool:
-        """Whether this close disposes the engines: always for the saver's own; for
-        shared doors only at the close of their last user, and once per saver."""
-        if self.shared is None:
+        """Whether this close disposes the engines: always for the owner's own; for
+        shared doors only at the close of their last user, and once per owner."""
+        if self._release is None:
             return not self._released
-        shared, self.shared = self.shared, None
+        release, self._release = self._release, None
         self._released = True
-        return shared.release()
+        return release()
 
     def _dispose_sync(self) -> None:
         for engine in self.owned:
