@@ -2,8 +2,9 @@
 per-thread lock, and browsing threads and storage.
 
 A mixin of :class:`.SQLAlchemySaver`, kept apart so that ``saver.py`` holds the LangGraph
-contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (or a lock of
-:mod:`._ops.locks`) driven through the saver's sync or async door, as the contract's are.
+contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (the lock:
+the plans of :mod:`._plans.locks`) driven through the saver's sync or async door, as the
+contract's are.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
-from langgraph.checkpoint.sqlalchemy._ops import locks as _locks
 from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._plans import locks as _locks
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
@@ -116,7 +117,7 @@ class OperatorMethods:
         """Hold a cross-process lock on a thread for the block: wrap a run in it so that
         runs on one thread happen one after the other, on every process.
 
-        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._ops.locks`): it
+        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._plans.locks`): it
         holds across Galera nodes, behind PgBouncer and through a promotion; a dead
         holder's lease ends within 30 s. SQLite: a lock database beside the file. No
         connection is held while the block runs.
@@ -130,7 +131,7 @@ class OperatorMethods:
             CheckpointConnectionError: The database stayed unreachable for the saver's
                 ``retry_timeout``.
         """
-        with _locks.thread_lock(self._runner, self.engine.url, _ids.thread(thread_id), timeout):
+        with _locks.hold(self._runner, self.engine.url, _ids.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
@@ -138,7 +139,7 @@ class OperatorMethods:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         and renews without blocking the event loop."""
         key = _ids.thread(thread_id)
-        async with _locks.athread_lock(self._runner, self.engine.url, key, timeout):
+        async with _locks.ahold(self._runner, self.engine.url, key, timeout):
             yield
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
