@@ -30,7 +30,7 @@ __all__ = ["SQLAlchemySaver", "ThreadInfo"]
 __all__ += errors.__all__
 
 #: Public name -> the module that defines it, imported when the name is first read.
-_LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._maintenance"}
+_LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._ops.threads"}
 
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a typo stays an error
