@@ -14,7 +14,7 @@ import pytest
 from langgraph.store.base import PutOp
 from sqlalchemy import literal, select
 
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.store.sqlalchemy import _reads, _scan
 
 from ..conftest import Clock, HashEmbeddings, StoreDoor
@@ -42,7 +42,7 @@ async def _fill(door: StoreDoor, count: int, namespaces: int = 4) -> None:
 async def test_distinct_filter_values_share_one_statement(store_door: StoreDoor) -> None:
     await _fill(store_door, 60)
     await store_door.search(("docs",), filter={"tag": "t0"})  # the shape's statement
-    statements, compiled = len(_reads._STATEMENTS), len(_driver._CACHE)
+    statements, compiled = len(_reads._STATEMENTS), len(cursor._CACHE)
     for i in [*range(60), *range(60)]:  # twice: the second from the kept parameters
         for spec in ({"tag": f"t{i}"}, {"n": i}, {"x": i + 0.5}, {"ключ": f"v{i}"}):
             found = await store_door.search(("docs",), filter=spec, limit=5)
@@ -56,7 +56,7 @@ async def test_distinct_filter_values_share_one_statement(store_door: StoreDoor)
         assert {item.key for item in found} == wanted
     # One statement a shape (tag, n, x, ключ, tag+n, on), not one a value (300 here).
     assert len(_reads._STATEMENTS) - statements <= 5
-    assert len(_driver._CACHE) - compiled <= 5
+    assert len(cursor._CACHE) - compiled <= 5
 
 
 async def test_statement_cache_stays_bounded(
@@ -80,19 +80,19 @@ async def test_statement_cache_stays_bounded(
 
 
 def test_driver_lets_go_of_evicted_constructs(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_driver, "MAX_COMPILED", 8)
+    monkeypatch.setattr(cursor, "MAX_COMPILED", 8)
     # From empty caches, on the cached path whatever listeners earlier tests left on
     # engines (a cursor listener sends statements through Connection.execute).
-    monkeypatch.setattr(_driver, "_CACHE", {})
-    monkeypatch.setattr(_driver, "_KEEP", {})
-    monkeypatch.setattr(_driver, "_listened", lambda conn: False)
+    monkeypatch.setattr(cursor, "_CACHE", {})
+    monkeypatch.setattr(cursor, "_KEEP", {})
+    monkeypatch.setattr(cursor, "_listened", lambda conn: False)
     key = ("test", "driver")
     with store.engine.connect() as conn:
         for i in range(40):
-            assert _driver.rows(conn, select(literal(i).label("v")), {}, key)[0][0] == i
-    assert 1 <= len(_driver._CACHE) <= 8
-    assert len(_driver._KEEP) <= len(_driver._CACHE)
-    assert all(kept[1] >= 1 for kept in _driver._KEEP.values())
+            assert cursor.rows(conn, select(literal(i).label("v")), {}, key)[0][0] == i
+    assert 1 <= len(cursor._CACHE) <= 8
+    assert len(cursor._KEEP) <= len(cursor._CACHE)
+    assert all(kept[1] >= 1 for kept in cursor._KEEP.values())
 
 
 async def test_pages_by_key_return_every_match_once(

@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import event
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 
 from ..checkpoints import next_checkpoint
 from ..doors import Door
@@ -172,10 +172,10 @@ def _put_sync(saver: SQLAlchemySaver, thread: str) -> Any:
 async def test_compiled_statements_are_bounded(door: Door, monkeypatch: Any) -> None:
     """A process serving many schemas compiles each statement once per schema: the
     cache of compiled statements keeps at most MAX_COMPILED of them."""
-    monkeypatch.setattr(_driver, "MAX_COMPILED", 2)
-    monkeypatch.setattr(_driver, "_CACHE", {})  # the process's cache holds earlier tests'
+    monkeypatch.setattr(cursor, "MAX_COMPILED", 2)
+    monkeypatch.setattr(cursor, "_CACHE", {})  # the process's cache holds earlier tests'
     configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": i} for i in range(3)])
     await door.put_writes(configs[-1], [("step", 9)], "task-1")
     got = await door.get_tuple(_config("t"))
     assert got.checkpoint["channel_values"]["step"] == 2 and len(got.pending_writes) == 1
-    assert len(_driver._CACHE) <= 2
+    assert len(cursor._CACHE) <= 2

@@ -2,8 +2,9 @@
 per-thread lock, and browsing threads and storage.
 
 A mixin of :class:`.SQLAlchemySaver`, kept apart so that ``saver.py`` holds the LangGraph
-contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (or a lock of
-:mod:`._ops.locks`) driven through the saver's sync or async door, as the contract's are.
+contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (the lock:
+the plans of :mod:`._plans.locks`) driven through the saver's sync or async door, as the
+contract's are.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
-from langgraph.checkpoint.sqlalchemy._ops import locks as _locks
 from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._plans import locks as _locks
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
@@ -30,7 +31,7 @@ class OperatorMethods:
     """Operator methods of :class:`.SQLAlchemySaver` (see the module)."""
 
     engine: Engine
-    _doors: Runner
+    _runner: Runner
     _plans: Plans
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -47,11 +48,11 @@ class OperatorMethods:
         Raises:
             TypeError: ``run_ids`` is a bare string.
         """
-        self._doors.drive(self._plans.delete_for_runs(run_ids))
+        self._runner.drive(self._plans.delete_for_runs(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        await self._doors.adrive(self._plans.delete_for_runs(run_ids))
+        await self._runner.adrive(self._plans.delete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: every checkpoint (same ids and parents), blob and write (with its
@@ -61,11 +62,11 @@ class OperatorMethods:
             ThreadNotEmptyError: The target thread already has checkpoints.
             CheckpointConfigError: A thread id of the wrong type or length.
         """
-        self._doors.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
+        self._runner.drive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        await self._doors.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
+        await self._runner.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, each in its own transaction.
@@ -84,11 +85,11 @@ class OperatorMethods:
             TypeError: ``thread_ids`` is a bare string.
             ValueError: Unknown strategy.
         """
-        self._doors.drive(self._plans.prune(thread_ids, strategy))
+        self._runner.drive(self._plans.prune(thread_ids, strategy))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        await self._doors.adrive(self._plans.prune(thread_ids, strategy))
+        await self._runner.adrive(self._plans.prune(thread_ids, strategy))
 
     def reindex_metadata(self) -> builtins.list[str]:
         """Index the stored checkpoints for this saver's ``metadata_index_keys`` that the
@@ -103,11 +104,11 @@ class OperatorMethods:
         Returns:
             The keys indexed by this call (empty: nothing was missing).
         """
-        return self._doors.drive(self._plans.reindex_metadata())
+        return self._runner.drive(self._plans.reindex_metadata())
 
     async def areindex_metadata(self) -> builtins.list[str]:
         """Async :meth:`reindex_metadata`."""
-        return await self._doors.adrive(self._plans.reindex_metadata())
+        return await self._runner.adrive(self._plans.reindex_metadata())
 
     # -- per-thread lock across processes ----------------------------------------------------
 
@@ -116,7 +117,7 @@ class OperatorMethods:
         """Hold a cross-process lock on a thread for the block: wrap a run in it so that
         runs on one thread happen one after the other, on every process.
 
-        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._ops.locks`): it
+        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._plans.locks`): it
         holds across Galera nodes, behind PgBouncer and through a promotion; a dead
         holder's lease ends within 30 s. SQLite: a lock database beside the file. No
         connection is held while the block runs.
@@ -130,7 +131,7 @@ class OperatorMethods:
             CheckpointConnectionError: The database stayed unreachable for the saver's
                 ``retry_timeout``.
         """
-        with _locks.thread_lock(self._doors, self.engine.url, _ids.thread(thread_id), timeout):
+        with _locks.hold(self._runner, self.engine.url, _ids.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
@@ -138,7 +139,7 @@ class OperatorMethods:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         and renews without blocking the event loop."""
         key = _ids.thread(thread_id)
-        async with _locks.athread_lock(self._doors, self.engine.url, key, timeout):
+        async with _locks.ahold(self._runner, self.engine.url, key, timeout):
             yield
 
     # -- browsing: threads and storage (no checkpoint is decoded) --------------------------
@@ -184,7 +185,7 @@ class OperatorMethods:
             TypeError: ``after`` of another type.
         """
         plan = self._plans.list_threads(limit, offset, idle_for, after)
-        return self._doors.drive(plan)
+        return self._runner.drive(plan)
 
     async def alist_threads(
         self,
@@ -195,7 +196,7 @@ class OperatorMethods:
         after: ThreadInfo | tuple[str, str] | str | None = None,
     ) -> builtins.list[ThreadInfo]:
         """Async :meth:`list_threads`."""
-        return await self._doors.adrive(self._plans.list_threads(limit, offset, idle_for, after))
+        return await self._runner.adrive(self._plans.list_threads(limit, offset, idle_for, after))
 
     def storage_stats(
         self, thread_id: str | None = None, *, estimate: bool = False
@@ -218,10 +219,10 @@ class OperatorMethods:
             ``{table name: {"rows": int, "bytes": int}}``; exact bytes are the lengths of
             the serialised columns, not the database's page usage.
         """
-        return self._doors.drive(self._plans.storage_stats(thread_id, estimate))
+        return self._runner.drive(self._plans.storage_stats(thread_id, estimate))
 
     async def astorage_stats(
         self, thread_id: str | None = None, *, estimate: bool = False
     ) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
-        return await self._doors.adrive(self._plans.storage_stats(thread_id, estimate))
+        return await self._runner.adrive(self._plans.storage_stats(thread_id, estimate))

@@ -323,7 +323,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         _codec.config_metadata_keys(config_metadata)  # refused before any engine is made
         _metaindex.checked_keys(metadata_index_keys)
         options.update(config_metadata=config_metadata, metadata_index_keys=metadata_index_keys)
-        return _shared.open_saver(cls, urls, options, engine_kwargs)
+        return _shared.open_owner(cls, urls, options, engine_kwargs)
 
     @property
     def strict_decode(self) -> bool:
@@ -391,7 +391,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         self._migrate()
         # Index rows for every key another process registered (reindex_metadata), so
         # that this writer keeps them complete whatever its metadata_index_keys.
-        self._codec.index_also(self._doors.drive(self._plans.registered_keys()))
+        self._codec.index_also(self._runner.drive(self._plans.registered_keys()))
 
     def close(self) -> None:
         """Dispose the engines this saver created (not the ones it was given), and the
@@ -401,14 +401,14 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         awaiting their close (call :meth:`aclose` to close them properly).
         """
         self._codec.values.clear()
-        self._doors.close()
+        self._runner.close()
 
     async def aclose(self) -> None:
         """Dispose the engines this saver created, closing the async connections of the
         running event loop properly (those of another loop on that loop if it still
         runs). Any thread and loop may call it."""
         self._codec.values.clear()
-        await self._doors.aclose()
+        await self._runner.aclose()
 
     # -- the saver contract: each sync method beside its async twin, one plan for both ----
 
@@ -428,11 +428,11 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
                 cannot be decoded (damaged or forged row, another serializer or key, or
                 a class ``strict_decode`` refuses); the message names which.
         """
-        return self._doors.drive(self._plans.get_tuple(config))
+        return self._runner.drive(self._plans.get_tuple(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        return await self._doors.adrive(self._plans.get_tuple(config))
+        return await self._runner.adrive(self._plans.get_tuple(config))
 
     def list(
         self,
@@ -464,7 +464,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         """
         pages = self._pages(config, filter, before, limit)
         for access, op, args in pages:
-            yield from pages.decoded(self._doors.run(access, op, args))
+            yield from pages.decoded(self._runner.run(access, op, args))
 
     async def alist(
         self, config: _Where, *, filter: _Filter = None, before: _Where = None, limit: _Limit = None
@@ -472,7 +472,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         """Async :meth:`list`; no connection is held while a checkpoint is yielded."""
         pages = self._pages(config, filter, before, limit)
         for access, op, args in pages:
-            for tup in pages.decoded(await self._doors.arun(access, op, args)):
+            for tup in pages.decoded(await self._runner.arun(access, op, args)):
                 yield tup
 
     def put(
@@ -506,13 +506,15 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             CheckpointClockSkewError: The checkpoint's id sorts before its parent's (the
                 writing host's clock is behind): it would never be the latest.
         """
-        return self._doors.drive(self._plans.put(config, checkpoint, metadata, new_versions))
+        return self._runner.drive(self._plans.put(config, checkpoint, metadata, new_versions))
 
     async def aput(
         self, config: _Config, checkpoint: Checkpoint, metadata: _Meta, new_versions: _Versions
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return await self._doors.adrive(self._plans.put(config, checkpoint, metadata, new_versions))
+        return await self._runner.adrive(
+            self._plans.put(config, checkpoint, metadata, new_versions)
+        )
 
     def put_writes(
         self,
@@ -532,24 +534,24 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Raises:
             CheckpointConfigError: No ``checkpoint_id``, or bad ids.
         """
-        self._doors.drive(self._plans.put_writes(config, writes, task_id, task_path))
+        self._runner.drive(self._plans.put_writes(config, writes, task_id, task_path))
 
     async def aput_writes(
         self, config: _Config, writes: _Writes, task_id: str, task_path: str = ""
     ) -> None:
         """Async :meth:`put_writes`."""
-        await self._doors.adrive(self._plans.put_writes(config, writes, task_id, task_path))
+        await self._runner.adrive(self._plans.put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in every namespace.
 
         One transaction; deleting a thread that does not exist does nothing.
         """
-        self._doors.drive(self._plans.delete_thread(thread_id))
+        self._runner.drive(self._plans.delete_thread(thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
-        await self._doors.adrive(self._plans.delete_thread(thread_id))
+        await self._runner.adrive(self._plans.delete_thread(thread_id))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -574,13 +576,13 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Raises:
             CheckpointDecodeError: A value on the chain, or a chain row, is damaged.
         """
-        return self._doors.drive(self._plans.delta_history(config, channels))
+        return self._runner.drive(self._plans.delta_history(config, channels))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Async :meth:`get_delta_channel_history`."""
-        return await self._doors.adrive(self._plans.delta_history(config, channels))
+        return await self._runner.adrive(self._plans.delta_history(config, channels))
 
     # -- versions ------------------------------------------------------------------------
 
@@ -631,7 +633,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             CheckpointMetadataError: Metadata that is not JSON.
         """
         plan = self._plans.put(config, checkpoint, metadata, new_versions, writes)
-        return self._doors.drive(plan)
+        return self._runner.drive(plan)
 
     def put_all_with_writes(self, items: Callable[[], Iterable[_plans.PutArgs]]) -> int:
         """Store checkpoints with their pending writes, all in one transaction: after it,
@@ -657,7 +659,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
                 stored).
             CheckpointMetadataError: Metadata that is not JSON (nothing stored).
         """
-        return self._doors.drive(self._plans.put_all(items))
+        return self._runner.drive(self._plans.put_all(items))
 
     def run_read(self, op: Callable[..., R], *args: Any) -> R:
         """Return ``op(conn, *args)`` run in a read transaction through the door of every
@@ -666,7 +668,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         Raises:
             SchemaOutOfDateError: The tables are missing or at another revision.
         """
-        return self._doors.run(Access.READ, op, args)
+        return self._runner.run(Access.READ, op, args)
 
     # -- list pages (kept here: LIST_PAGE_SIZE is this module's) ----------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from langgraph.store.base import Item, MatchCondition, SearchItem
 
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.checkpoint.sqlalchemy.schema import read_json
@@ -255,7 +255,7 @@ def _each(conn: Connection, stmt: Any, params: list[dict[str, Any]], key: Any) -
     """``stmt`` once per parameter set: on the driver's cursor for one, as an
     executemany for more."""
     if len(params) == 1:
-        _driver.execute(conn, stmt, params[0], key)
+        cursor.execute(conn, stmt, params[0], key)
     elif params:
         conn.execute(stmt, params)
 
@@ -287,7 +287,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
     items whose value is None, and replace the vectors of every item written.
 
     The statements run on the driver's cursor, compiled once per dialect
-    (:mod:`.._driver`), as the saver's puts do.
+    (:mod:`~langgraph.checkpoint.sqlalchemy._engine.cursor`), as the saver's puts do.
 
     Args:
         conn: A connection in a write transaction.
@@ -303,10 +303,10 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         columns = tuple(params)
         stmt = up.combined.get(columns)
         if stmt is None:
-            form = _driver.many_form(up.items, columns, 1, up.forms)
+            form = cursor.many_form(up.items, columns, 1, up.forms)
             stmt = up.combined[columns] = qb.combine_writes(form, _DELETE_VECTORS)
         more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
-        _driver.execute(conn, stmt, {**_driver.many_params([params], columns), **more}, key)
+        cursor.execute(conn, stmt, {**cursor.many_params([params], columns), **more}, key)
         return
     # Items first, every row lock in one key order, deletes and upserts interleaved:
     # two batches touching the same keys then wait for each other instead of
@@ -322,7 +322,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         else:
             kept = [(_item_params(row, now), sizes[row.namespace, row.key]) for row in run]
             for part in by_bytes(kept, budget):
-                _driver.insert_rows(conn, upsert, part, key, up.forms)
+                cursor.insert_rows(conn, upsert, part, key, up.forms)
     _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
     new_vectors = [
         ({"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}, len(blob))
@@ -331,7 +331,7 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         for name, blob in row.vectors
     ]
     for part in by_bytes(new_vectors, budget):
-        _driver.insert_rows(conn, up.vectors, part, key, up.forms)
+        cursor.insert_rows(conn, up.vectors, part, key, up.forms)
 
 
 # -- TTL and statistics ---------------------------------------------------------------

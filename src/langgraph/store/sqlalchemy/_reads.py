@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._items import (
@@ -102,7 +102,7 @@ def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
         rows: Sequence[Any]
         if len(wanted) == 1:
             params: dict[str, Any] = {"b_ns": ns, "b_key": wanted[0][1].key, "b_now": batch.now}
-            rows = _driver.rows(conn, _GET, params, qb.compile_key(conn.dialect))
+            rows = cursor.rows(conn, _GET, params, qb.compile_key(conn.dialect))
         else:
             keys = sorted({plan.key for _, plan in wanted})
             many: list[Any] = []
@@ -162,7 +162,8 @@ def _page_statement(
     filter shape (:attr:`.filters.Filter.shape`) and presence of a prefix (bound
     parameters ``b_now``, ``b_low``, ``b_high``, ``b_limit``, ``b_offset`` and the filter
     values' ``b_f0``, ``b_f1``, ...), so that a repeated search runs its compiled form on
-    the driver's cursor (:func:`.._driver.rows`); and the filter values' parameters.
+    the driver's cursor (:func:`~langgraph.checkpoint.sqlalchemy._engine.cursor.rows`); and
+    the filter values' parameters.
     None past :data:`MAX_STATEMENTS`."""
     key = (type(qb), qb.compile_key(conn.dialect), plan.filter.shape, bool(plan.prefix), walk)
     found = _STATEMENTS.get(key)
@@ -210,7 +211,7 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
             params.update(b_limit=plan.limit, b_offset=plan.offset)
             if walk:
                 qb.walking(conn, True)
-            found = _driver.rows(conn, cached, params, qb.compile_key(conn.dialect))
+            found = cursor.rows(conn, cached, params, qb.compile_key(conn.dialect))
             return [f for f in (readable(row) for row in found) if f is not None]
     walk = False
     if not plan.filter.exact:

@@ -19,7 +19,7 @@ from typing import Any
 
 from langgraph.store.base import SearchItem
 
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.checkpoint.sqlalchemy.schema import read_json
@@ -98,7 +98,7 @@ def many_under(conn: Connection, qb: QueryBuilder, prefix: str) -> bool:
         low, high = namespaces.bounds(prefix)
         params.update(b_low=low, b_high=high)
         stmt = _COUNT_UNDER
-    (count,) = _driver.rows(conn, stmt, params, qb.compile_key(conn.dialect))[0]
+    (count,) = cursor.rows(conn, stmt, params, qb.compile_key(conn.dialect))[0]
     return int(count) >= qb.walk_from
 
 

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_json
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
-from langgraph.checkpoint.sqlalchemy._transfer.sources import source_url
+from langgraph.checkpoint.sqlalchemy._engine.engines import source_url
 from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._loading import MAX_TTL_MINUTES, StoredItem

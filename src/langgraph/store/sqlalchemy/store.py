@@ -3,11 +3,12 @@
 Built the way :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver` is: the same URL
 rules, the same two engines (sync and async) shared with savers of the same URL, the same
 Alembic history (revision ``0009_store``), the same retries through transient failures.
-A ``batch()`` is checked and embedded here (:meth:`SQLAlchemyStore._prepare`), then run
-as one database operation, :func:`._reads.run_batch`: directly on the sync engine by
-``batch``, through the async door by ``abatch`` (the one difference between the two is
-how they call the embedding model). Dialect differences live in
-:mod:`langgraph.checkpoint.sqlalchemy.dialects`.
+A ``batch()`` is checked here (:meth:`SQLAlchemyStore._prepare`), then run as one plan
+(:meth:`SQLAlchemyStore._batch_plan`) that both doors drive: the embedding calls (sync
+``embed_documents`` or async ``aembed_documents``, as the door performs an
+:class:`~langgraph.checkpoint.sqlalchemy._engine.steps.Embed` step), then one database
+operation, :func:`._reads.run_batch`, and the TTL refreshes of its reads. Dialect
+differences live in :mod:`langgraph.checkpoint.sqlalchemy.dialects`.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ from langgraph.store.base import (
 from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
-from langgraph.checkpoint.sqlalchemy._engine.doors import Access
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
+from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, StoreRequestError
 from langgraph.store.sqlalchemy import _items, _reads, namespaces
 from langgraph.store.sqlalchemy._items import (
@@ -188,7 +190,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         urls.require_async()
         options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
         options.update(retry_timeout=retry_timeout, clock=clock)
-        return _shared.open_saver(cls, urls, options, engine_kwargs)
+        return _shared.open_owner(cls, urls, options, engine_kwargs)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -218,7 +220,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     def close(self) -> None:
         """Stop the TTL sweeper thread and dispose the engines this store created."""
         self.stop_ttl_sweeper(timeout=1.0)
-        self._doors.close()
+        self._runner.close()
 
     async def aclose(self) -> None:
         """Wait for the running loop's queued calls, stop the TTL sweepers and dispose
@@ -227,7 +229,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         await self._rounds.finish()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper(timeout=1.0)
-        await self._doors.aclose()
+        await self._runner.aclose()
 
     # -- the BaseStore contract ------------------------------------------------------
 
@@ -258,21 +260,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
                 ``max_depth``, an embedding of the wrong size.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        prepared = self._prepare(ops)
-        texts = [text for _, _, text in prepared.texts]
-        embedded = self._index.embeddings.embed_documents(texts) if texts and self._index else []
-        queries = {}
-        if prepared.queries and self._index:
-            embeddings = self._index.embeddings
-            queries = {q: embeddings.embed_query(q) for q in prepared.queries}
-        batch = self._finish(prepared, embedded, queries)
-        done = self._doors.run(self._access(batch), _reads.run_batch, (self._qb, batch))
-        if done.refresh:
-            self._doors.run(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
-        return done.results
+        return self._runner.drive(self._batch_plan(self._prepare(ops)))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async :meth:`batch`: the same operation through the async door, the embedding
+        """Async :meth:`batch`: the same plan through the async door, the embedding
         model called through its async methods.
 
         A batch of one operation (what ``aget``, ``aput``, ``asearch``, ``adelete`` and
@@ -283,28 +274,35 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         prepared = self._prepare(ops)
         if prepared.count == 1:
             return [await self._rounds.submit(prepared)]
-        return await self._arun(prepared)
+        return await self._runner.adrive(self._batch_plan(prepared))
 
     async def _around(self, parts: Sequence[Prepared]) -> list[Result]:
         """A round of queued one-operation calls, as one batch."""
-        return await self._arun(Prepared.joined(parts, self._now()))
+        return await self._runner.adrive(self._batch_plan(Prepared.joined(parts, self._now())))
 
-    async def _arun(self, prepared: Prepared) -> list[Result]:
-        texts = [text for _, _, text in prepared.texts]
+    def _batch_plan(self, prepared: Prepared) -> Plan[list[Result]]:
+        """The steps of a checked batch, for either door: its texts and queries embedded
+        (:class:`~langgraph.checkpoint.sqlalchemy._engine.steps.Embed` and
+        :class:`~langgraph.checkpoint.sqlalchemy._engine.steps.EmbedQueries`: the
+        model's sync or async methods, as the door calls them), then the batch in one
+        database operation, then the TTL refreshes of its reads in a write of their own
+        when it ran in a read."""
         embedded: list[list[float]] = []
-        if texts and self._index:
-            embedded = await self._index.embeddings.aembed_documents(texts)
         queries: dict[str, list[float]] = {}
-        if prepared.queries and self._index:
+        if self._index:
             embeddings = self._index.embeddings
-            asked = sorted(prepared.queries)
-            found = await asyncio.gather(*(embeddings.aembed_query(q) for q in asked))
-            queries = dict(zip(asked, found, strict=False))
+            if prepared.texts:
+                embedded = yield Embed(embeddings, [text for _, _, text in prepared.texts])
+            if prepared.queries:
+                asked = sorted(prepared.queries)
+                found = yield EmbedQueries(embeddings, asked)
+                queries = dict(zip(asked, found, strict=False))
         batch = self._finish(prepared, embedded, queries)
-        done = await self._doors.arun(self._access(batch), _reads.run_batch, (self._qb, batch))
+        done = yield self._access(batch), _reads.run_batch, (self._qb, batch)
         if done.refresh:
-            await self._doors.arun(Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now))
-        return done.results
+            yield Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now)
+        results: list[Result] = done.results
+        return results
 
     def _access(self, batch: Batch) -> Access:
         """A write transaction for puts (their reads' TTL refreshes too); one statement
@@ -408,21 +406,21 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         Returns:
             The number of items deleted.
         """
-        return self._doors.run(Access.WRITE, _items.delete_expired, (self._now(),))
+        return self._runner.run(Access.WRITE, _items.delete_expired, (self._now(),))
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
-        return await self._doors.arun(Access.WRITE, _items.delete_expired, (self._now(),))
+        return await self._runner.arun(Access.WRITE, _items.delete_expired, (self._now(),))
 
     # -- tools -----------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
         """Count what the store holds (items, namespaces, vectors, expired items)."""
-        return self._doors.run(Access.READ, _items.stats, (self._now(),))
+        return self._runner.run(Access.READ, _items.stats, (self._now(),))
 
     async def astats(self) -> StoreStats:
         """Async :meth:`stats`."""
-        return await self._doors.arun(Access.READ, _items.stats, (self._now(),))
+        return await self._runner.arun(Access.READ, _items.stats, (self._now(),))
 
     def held(
         self, keys: Sequence[tuple[str, str]], *, with_vectors: bool = False
@@ -430,7 +428,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """What the store holds for ``keys`` (``(stored namespace text, key)``), expired
         items included and no TTL refreshed: for copies, which compare it with their
         source (:func:`._items.held`)."""
-        return self._doors.run(Access.READ, _items.held, (list(keys), with_vectors))
+        return self._runner.run(Access.READ, _items.held, (list(keys), with_vectors))
 
     def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:
         """Write items as they are, timestamps and expiry included (copies from another
@@ -462,7 +460,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     def _load(self, chunk: Sequence[StoredItem]) -> int:
         rows = load_rows(self._index, chunk)
-        self._doors.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
+        self._runner.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
         return len(rows)
 
 

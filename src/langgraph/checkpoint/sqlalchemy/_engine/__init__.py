@@ -2,9 +2,11 @@
 
 URLs and their defaults (:mod:`.defaults`, :mod:`.conninfo`, :mod:`.engines`), the sync and
 async runners that drive an operation or a plan through a door (:mod:`.doors`,
-:mod:`.runner`), retries through transient failures (:mod:`.retry`), the engines shared by
-the owners built for one database (:mod:`.shared`), the lifecycle owners share
-(:mod:`.owner`) and the statements run straight on the DBAPI cursor (:mod:`.cursor`).
+:mod:`.runner`), the steps of a plan that are not database operations (:mod:`.steps`:
+pauses, blocking calls, embedding calls, performed the way each door does them), retries
+through transient failures (:mod:`.retry`), the engines shared by the owners built for one
+database (:mod:`.shared`), the lifecycle owners share (:mod:`.owner`) and the statements run
+straight on the DBAPI cursor (:mod:`.cursor`).
 
 May import: :mod:`..migrate`, :mod:`..dialects`, :mod:`.._codec`, :mod:`..schema`,
 :mod:`..errors`. Never an operation, a plan, the saver or the store: operations are

@@ -5,7 +5,7 @@ engine's four handles (one per access, each with its execution options) and open
 connection for an access. :class:`SyncRunner` runs an operation, a sync function on a
 ``Connection``, through the sync door (checking the schema once and retrying through
 transient failures, see :class:`~._engine.retry.Retry`), and runs a plan (:data:`Plan`) of
-operations.
+operations and of the other steps of :mod:`._engine.steps` (pauses, embedding calls).
 
 The saver's :class:`~._engine.runner.Runner` is a :class:`SyncRunner` with the async door beside
 it. This module imports neither SQLAlchemy's asyncio extension nor LangGraph, so that a
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from langgraph.checkpoint.sqlalchemy import migrate
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
 from sqlalchemy import Connection, Engine
@@ -64,11 +65,12 @@ Call = tuple[Access, Any, tuple[Any, ...]]
 """One operation to run: ``(access, op, args)``, run as ``op(conn, *args)`` on a
 connection opened for ``access``."""
 
-Plan = Generator[Call, Any, R]
-"""The steps of a saver method: yields each operation to run, is sent its result, and
-returns the method's result. Run by :meth:`SyncRunner.drive` (sync) or
-:meth:`~._engine.runner.Runner.adrive` (async), so that a method and its async twin share every
-step."""
+Plan = Generator[Call | Step, Any, R]
+"""The steps of a method (the saver's, the store's, a lock's): yields each operation to
+run (a :data:`Call`) or other step (a :class:`~._engine.steps.Step`: a pause, an
+embedding call), is sent its result, and returns the method's result. Run by
+:meth:`SyncRunner.drive` (sync) or :meth:`~._engine.runner.Runner.adrive` (async), so that
+a method and its async twin share every step."""
 
 AccessOptions = Mapping[Access, Mapping[str, Any]]
 """Execution options of each :class:`Access` (schema map, dialect options)."""
@@ -206,11 +208,24 @@ class SyncRunner:
         return has_connected(self.sync.engine)
 
     def drive(self, plan: Plan[R]) -> R:
-        """Run a plan's operations one after the other through the sync door."""
+        """Run a plan's steps one after the other through the sync door: its operations
+        by :meth:`run`, its other steps by :meth:`.Step.do`."""
         steps = Steps(plan)
-        for access, op, args in steps:
-            steps.result = self.run(access, op, args)
+        for step in steps:
+            if type(step) is tuple:  # an operation: the common case, checked first
+                access, op, args = step
+                steps.result = self.run(access, op, args)
+            else:
+                steps.result = self.perform(step)
         return steps.value
+
+    def perform(self, step: Call | Step) -> Any:
+        """A step that is not a plain ``(access, op, args)`` tuple: a :class:`.Step`
+        (performed on this thread), or an operation in a tuple subclass."""
+        if isinstance(step, Step):
+            return step.do()
+        access, op, args = step
+        return self.run(access, op, args)
 
     def check_schema(self, conn: Connection) -> None:
         """Once per runner: the database must be at the migration head this library
@@ -232,8 +247,9 @@ class SyncRunner:
 
 
 class Steps(Generic[R]):
-    """The operations of a plan, for a driver's loop: iterating yields each operation,
-    the driver sets :attr:`result` before the next; :attr:`value` is the plan's result."""
+    """The steps of a plan, for a driver's loop: iterating yields each step (an operation
+    or a :class:`.Step`), the driver sets :attr:`result` before the next; :attr:`value`
+    is the plan's result."""
 
     __slots__ = ("_plan", "result", "value")
 
@@ -242,7 +258,7 @@ class Steps(Generic[R]):
         self.result: Any = None
         self.value: R
 
-    def __iter__(self) -> Iterator[Call]:
+    def __iter__(self) -> Iterator[Call | Step]:
         try:
             while True:
                 yield self._plan.send(self.result)

@@ -6,7 +6,8 @@ Alembic's ``env.py`` all read it from here; it is defined in :mod:`._engine.defa
 (the drivers of each dialect come from its query builder class in :mod:`.dialects`); and
 :func:`configure_engine`, the per-dialect connection set-up of a new engine;
 :func:`engine_pair`, the saver's sync and async engines from whichever of them it was
-given.
+given; :func:`source_url`, the read-only URL of a database to copy from (the transfer's
+``--from``, a copy from an official store).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
 from langgraph.checkpoint.sqlalchemy._engine.conninfo import conninfo_url, is_conninfo
@@ -32,6 +34,7 @@ from langgraph.checkpoint.sqlalchemy.dialects.sqlite import (
 from langgraph.checkpoint.sqlalchemy.errors import (
     DatabaseURLError,
     DriverNotInstalledError,
+    UnknownSourceError,
     UnsupportedDialectError,
     UnsupportedDriverError,
 )
@@ -50,6 +53,7 @@ __all__ = [
     "configure_engine",
     "engine_pair",
     "resolve_urls",
+    "source_url",
     "url_from_env",
 ]
 
@@ -178,6 +182,29 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
         url.set(drivername=f"{backend}+{async_driver}"),
         async_missing=async_missing,
     )
+
+
+def source_url(url: str) -> URL:
+    """The sync URL to read a source database at ``url`` with (a copy's ``--from``): a
+    SQLite file is opened read-only, so that opening a file that is not a store creates
+    and changes nothing.
+
+    Raises:
+        UnknownSourceError: A SQLite URL that is not an existing file (in memory, a
+            ``file:`` URI, a missing path).
+        DatabaseURLError: A URL SQLAlchemy would refuse.
+    """
+    sync_url = resolve_urls(url).sync
+    if sync_url.get_backend_name() != "sqlite":
+        return sync_url
+    path = sync_url.database or ""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        raise UnknownSourceError(
+            f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
+        )
+    if not os.path.isfile(path):
+        raise UnknownSourceError(f"no such SQLite file: {path}")
+    return make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
 
 
 def _password_in_place(url: URL) -> URL:

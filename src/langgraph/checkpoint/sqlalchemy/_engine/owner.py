@@ -1,5 +1,5 @@
 """What the saver and the store share as owners of engines: how they get their engines
-and doors, migrate, and close as context managers.
+and runner, migrate, and close as context managers.
 
 :func:`wire` gives an instance its engines (the shared pair ``from_conn_string`` set on it,
 or the pair made from what the caller gave), query builder and :class:`~._engine.runner.Runner`;
@@ -38,7 +38,7 @@ def wire(
     schema: str | None,
     retry_timeout: float,
 ) -> None:
-    """Set ``owner``'s ``engine``, ``async_engine``, ``schema``, ``_qb`` and ``_doors``.
+    """Set ``owner``'s ``engine``, ``async_engine``, ``schema``, ``_qb`` and ``_runner``.
 
     ``from_conn_string`` sets ``_pending_shared`` on the instance before ``__init__``: the
     shared engine pair, disposed when its last user closes. Otherwise the engines given
@@ -59,10 +59,21 @@ def wire(
     owner.engine = engine
     owner.async_engine = async_engine
     owner._qb = qb = query_builder(engine.dialect.name)
-    options = access_options(qb, schema)
-    doors = Runner(engine, async_engine, options, qb, schema, owned=owned, shared=shared)
-    doors.retry_timeout = retry_timeout
-    owner._doors = doors
+    if shared is None:
+        options = access_options(qb, schema)
+        owner._runner = Runner.own(
+            engine, async_engine, options, qb, schema, owned=owned, retry_timeout=retry_timeout
+        )
+    else:  # the shared doors, and the count of their users
+        owner._runner = Runner(
+            shared.sync,
+            shared.per_loop,
+            qb,
+            schema,
+            owned=owned,
+            release=shared.release,
+            retry_timeout=retry_timeout,
+        )
 
 
 #: Code flags of a coroutine or async generator body: the code that can ``await``.
@@ -132,7 +143,7 @@ class EngineOwner:
     engine: Engine
     async_engine: AsyncEngine
     _qb: QueryBuilder
-    _doors: Runner
+    _runner: Runner
 
     def close(self) -> None:  # provided by the owner
         raise NotImplementedError
@@ -143,10 +154,10 @@ class EngineOwner:
     def _migrate(self) -> None:
         """Alembic ``upgrade head`` through the sync door (the migration lock, retries),
         then no schema check is needed for this owner's operations."""
-        connect = self._doors.sync.connect
+        connect = self._runner.sync.connect
         read, write = partial(connect, Access.READ), partial(connect, Access.WRITE)
-        self._doors.call(migrate.to_head, read, write, self.schema)
-        self._doors.schema_checked = True
+        self._runner.call(migrate.to_head, read, write, self.schema)
+        self._runner.schema_checked = True
 
     def __enter__(self) -> Self:
         return self

@@ -1,4 +1,5 @@
-"""The two doors of the saver: how its operations reach the database, sync and async.
+"""The two doors of an owner (the saver, the store): how its operations reach the
+database, sync and async.
 
 The sync door (:class:`~.doors.Doors` of the sync engine, :class:`~.doors.SyncRunner`) lives
 in :mod:`._engine.doors`; this module adds the async one. Async engines have one set of
@@ -6,7 +7,8 @@ doors per event loop (:class:`PerLoopEngines`), because an async connection is u
 its own loop. :class:`Runner` runs an operation, a sync function on a ``Connection``,
 through either door (checking the schema once and retrying through transient failures, see
 :class:`~._engine.retry.Retry`), and runs a method's plan (:data:`~._engine.doors.Plan`) of
-operations.
+operations and other steps (:mod:`._engine.steps`: a pause, an embedding call), each
+performed the way its door does it.
 
 The async drivers (asyncmy, asyncpg, psycopg's async connection) bind a connection to the
 event loop that opened it, and SQLAlchemy's async pool waits on an ``asyncio.Queue`` of
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
     AccessOptions,
+    Call,
     Doors,
     Plan,
     Steps,
@@ -38,6 +41,7 @@ from langgraph.checkpoint.sqlalchemy._engine.doors import (
     not_retried,
 )
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
@@ -45,7 +49,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlalchemy._engine.doors import Access
-    from langgraph.checkpoint.sqlalchemy._engine.shared import SharedDoors
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
@@ -148,18 +151,23 @@ class PerLoopEngines:
 
 
 class Runner(SyncRunner):
-    """Runs the saver's operations through its two doors: the sync one of
-    :class:`~._engine.doors.SyncRunner` (``run``, ``drive``, ``call``, the schema check) and the
-    async one of each event loop (``arun``, ``adrive``).
+    """Runs the operations of an owner (the saver, the store) through its two doors: the
+    sync one of :class:`~._engine.doors.SyncRunner` (``run``, ``drive``, ``call``, the
+    schema check) and the async one of each event loop (``arun``, ``adrive``).
+
+    The runner is handed its doors, not the owner of shared engines
+    (:class:`~._engine.shared.SharedDoors`): shared doors come with the ``release``
+    callable that counts their user out.
 
     Args:
-        engine: The sync engine.
-        async_engine: The async engine (copied for other event loops).
-        options: Execution options of each access.
+        sync: The sync engine's doors.
+        per_loop: The async engine's doors, one set per event loop.
         qb: The dialect's query builder (errors, ``async_in_thread``).
         schema: The PostgreSQL schema of the tables, for the schema check.
-        owned: The engines the saver made, disposed by :meth:`close`.
-        shared: The shared doors of ``from_conn_string`` (or None: the saver's own).
+        owned: The engines the owner made (or shares), disposed by :meth:`close`.
+        release: For shared doors, counts this runner out of their users and says
+            whether it was the last (who disposes the engines); None for the owner's own
+            doors, disposed at every close.
         retry_timeout: Seconds to retry an operation through transient failures
             (:class:`~._engine.retry.Retry`).
 
@@ -170,6 +178,25 @@ class Runner(SyncRunner):
 
     def __init__(
         self,
+        sync: Doors[Engine],
+        per_loop: PerLoopEngines,
+        qb: QueryBuilder,
+        schema: str | None,
+        *,
+        owned: list[Engine | AsyncEngine],
+        release: Callable[[], bool] | None = None,
+        retry_timeout: float = RETRY_TIMEOUT,
+    ) -> None:
+        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
+        self.per_loop = per_loop
+        self.owned = owned
+        self.keeper: sqlite3.Connection | None = None
+        self._release = release
+        self._released = False
+
+    @classmethod
+    def own(
+        cls,
         engine: Engine,
         async_engine: AsyncEngine,
         options: AccessOptions,
@@ -177,27 +204,31 @@ class Runner(SyncRunner):
         schema: str | None,
         *,
         owned: list[Engine | AsyncEngine],
-        shared: SharedDoors | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
-    ) -> None:
-        if shared is not None:
-            sync, self.per_loop = shared.sync, shared.per_loop
-        else:
-            sync = Doors(engine, options)
-            # One async engine per event loop: any loop, any thread.
-            self.per_loop = PerLoopEngines(async_engine, options)
-        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
-        self.owned = owned
-        self.keeper: sqlite3.Connection | None = None
-        self.shared = shared
-        self._released = False
+    ) -> Runner:
+        """A runner on doors of its own for ``engine`` and ``async_engine`` (not shared).
+
+        Args:
+            engine: The sync engine.
+            async_engine: The async engine (copied for other event loops).
+            options: Execution options of each access.
+            qb: See :class:`Runner`.
+            schema: See :class:`Runner`.
+            owned: See :class:`Runner`.
+            retry_timeout: See :class:`Runner`.
+        """
+        # One async engine per event loop: any loop, any thread.
+        per_loop = PerLoopEngines(async_engine, options)
+        return cls(
+            Doors(engine, options), per_loop, qb, schema, owned=owned, retry_timeout=retry_timeout
+        )
 
     def reached(self) -> bool:
         """Whether the sync engine or the async one (on any loop) has connected once."""
         return super().reached() or has_connected(self.per_loop.primary.sync_engine)
 
     def close(self) -> None:
-        """Dispose the engines the saver made (shared ones when their last user
+        """Dispose the engines the owner made (shared ones when their last user
         closes); async pools are dropped without awaiting."""
         if self._disposes():
             self._dispose_sync()
@@ -205,7 +236,7 @@ class Runner(SyncRunner):
         self._release_keeper()
 
     async def aclose(self) -> None:
-        """Dispose the engines the saver made (shared ones when their last user
+        """Dispose the engines the owner made (shared ones when their last user
         closes), closing async connections properly."""
         if self._disposes():
             self._dispose_sync()
@@ -213,13 +244,13 @@ class Runner(SyncRunner):
         self._release_keeper()
 
     def _disposes(self) -> bool:
-        """Whether this close disposes the engines: always for the saver's own; for
-        shared doors only at the close of their last user, and once per saver."""
-        if self.shared is None:
+        """Whether this close disposes the engines: always for the owner's own; for
+        shared doors only at the close of their last user, and once per owner."""
+        if self._release is None:
             return not self._released
-        shared, self.shared = self.shared, None
+        release, self._release = self._release, None
         self._released = True
-        return shared.release()
+        return release()
 
     def _dispose_sync(self) -> None:
         for engine in self.owned:
@@ -256,8 +287,21 @@ class Runner(SyncRunner):
                 await asyncio.sleep(retry.pause(e))
 
     async def adrive(self, plan: Plan[R]) -> R:
-        """Run a plan's operations one after the other through the async door."""
+        """Run a plan's steps one after the other through the async door: its operations
+        by :meth:`arun`, its other steps by :meth:`.Step.ado`."""
         steps = Steps(plan)
-        for access, op, args in steps:
-            steps.result = await self.arun(access, op, args)
+        for step in steps:
+            if type(step) is tuple:  # an operation: the common case, checked first
+                access, op, args = step
+                steps.result = await self.arun(access, op, args)
+            else:
+                steps.result = await self.aperform(step)
         return steps.value
+
+    async def aperform(self, step: Call | Step) -> Any:
+        """:meth:`perform` for the async door: a :class:`.Step` awaited on the running
+        loop, or an operation in a tuple subclass."""
+        if isinstance(step, Step):
+            return await step.ado()
+        access, op, args = step
+        return await self.arun(access, op, args)

@@ -1,9 +1,10 @@
-"""Engines shared by the savers that ``from_conn_string`` builds for one database.
+"""Engines shared by the owners (savers and stores) that ``from_conn_string`` builds for
+one database.
 
 SQLAlchemy's advice is one engine per database per process. :class:`DoorRegistry` keeps
 the process's engine pairs (:class:`SharedDoors`) by URL, schema and engine arguments;
-:func:`open_saver` builds a saver on them (or on engines of its own when they cannot be
-shared: in-memory SQLite, engine arguments that are not plain values).
+:func:`open_owner` builds a saver or a store on them (or on engines of its own when they
+cannot be shared: in-memory SQLite, engine arguments that are not plain values).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["SHARED", "DoorRegistry", "SharedDoors", "open_saver", "own_engines", "shared_key"]
+__all__ = ["SHARED", "DoorRegistry", "SharedDoors", "open_owner", "own_engines", "shared_key"]
 
 S = TypeVar("S")
 
@@ -162,37 +163,38 @@ if hasattr(os, "register_at_fork"):  # not on Windows
     os.register_at_fork(after_in_child=SHARED.forget_after_fork)
 
 
-def open_saver(
+def open_owner(
     cls: type[S],
     urls: EngineURLs,
     options: Mapping[str, Any],
     engine_kwargs: Mapping[str, Any],
 ) -> S:
-    """A saver of class ``cls`` (the saver's ``from_conn_string``) on the shared engines
-    of its key (:class:`DoorRegistry`), or on engines of its own.
+    """An owner of class ``cls`` (a saver or a store: their ``from_conn_string``) on the
+    shared engines of its key (:class:`DoorRegistry`), or on engines of its own.
 
     Args:
-        cls: The saver class.
+        cls: The saver or store class (its ``__init__`` calls
+            :func:`._engine.owner.wire`, which takes the shared engines set here).
         urls: The engines' URLs.
-        options: The saver's keyword arguments (``schema`` among them).
+        options: The owner's keyword arguments (``schema`` among them).
         engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``.
 
     Returns:
-        The saver.
+        The saver or store.
     """
     schema = options.get("schema")
     key = shared_key(urls, schema, engine_kwargs)
     if key is None:
         engine, async_engine, keeper = own_engines(urls, engine_kwargs)
         own: Any = cls(engine, async_engine, **options)  # type: ignore[call-arg]
-        own._doors.owned, own._doors.keeper = [engine, async_engine], keeper
+        own._runner.owned, own._runner.keeper = [engine, async_engine], keeper
         return own  # type: ignore[no-any-return]
     shared = SHARED.acquire(key, partial(SharedDoors.make, urls, engine_kwargs, schema))
-    saver = cls.__new__(cls)
-    saver.__dict__["_pending_shared"] = shared
+    owner = cls.__new__(cls)
+    owner.__dict__["_pending_shared"] = shared
     try:
-        saver.__init__(**options)  # type: ignore[misc]
+        owner.__init__(**options)  # type: ignore[misc]
     except BaseException:
         SHARED.release(shared)
         raise
-    return saver
+    return owner

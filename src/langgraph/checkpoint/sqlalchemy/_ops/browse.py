@@ -1,9 +1,9 @@
 """Browsing: threads newest first through the checkpoint-id index, and storage totals.
 
 Sync functions on a ``Connection``, like :mod:`._ops.checkpoints`; the saver runs them through its
-plans (:mod:`._plans.methods`; :func:`threads_plan` is ``list_threads``' own, which the command
-line runs without a saver). Nothing here decodes a checkpoint: threads and totals come from
-key columns, lengths and counts.
+plans (:mod:`._plans.methods`; :func:`._plans.browse.threads_plan` is ``list_threads``' own,
+which the command line runs without a saver). Nothing here decodes a checkpoint: threads and
+totals come from key columns, lengths and counts.
 
 How :func:`list_threads` finds a page without reading the whole table: it walks the
 index ``ix_lgsa_checkpoints_checkpoint_id`` (``checkpoint_id, thread_id, checkpoint_ns,
@@ -19,11 +19,8 @@ the size of the table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
-from langgraph.checkpoint.sqlalchemy._codec.ids import thread, thread_page
-from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements, chunks
 from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo, checkpoint_time
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointConfigError
@@ -46,70 +43,6 @@ _CHECKPOINT_SIZE = func.length(checkpoints.c.checkpoint) + func.coalesce(
 
 Cursor = tuple[str, str]
 """``(last_checkpoint_id, thread_id)`` of the last thread of the previous page."""
-
-
-def cursor(after: object) -> Cursor | str | None:
-    """The ``after`` argument of ``list_threads``, checked.
-
-    Args:
-        after: None, a :class:`ThreadInfo` of the previous page (its last), a
-            ``(last_checkpoint_id, thread_id)`` pair, or a thread id (its newest
-            checkpoint is looked up when the page is read).
-
-    Returns:
-        None, the pair, or the thread id.
-
-    Raises:
-        TypeError: ``after`` is none of these.
-        CheckpointConfigError: ``after`` is an empty thread id.
-    """
-    if after is None:
-        return None
-    if isinstance(after, ThreadInfo):
-        return (after.last_checkpoint_id, after.thread_id)
-    if isinstance(after, str):
-        if not after:
-            raise CheckpointConfigError(
-                "list_threads: after is an empty thread id; pass the last thread id (or "
-                "ThreadInfo) of the previous page"
-            )
-        return after
-    if isinstance(after, tuple) and len(after) == 2 and all(isinstance(x, str) for x in after):
-        return (after[0], after[1])
-    raise TypeError(
-        "after must be a ThreadInfo, a (last_checkpoint_id, thread_id) pair or a thread id, "
-        f"got {after!r}"
-    )
-
-
-def threads_plan(
-    st: Statements, limit: int | None, offset: int, idle_for: timedelta | None, after: object
-) -> Plan[list[ThreadInfo]]:
-    """The plan of ``list_threads``: its arguments checked, then one read of
-    :func:`list_threads`.
-
-    The saver's ``list_threads`` runs it, and so does the command line's ``threads
-    list``, on a :class:`~._engine.doors.SyncRunner` of its own (the same door, without the saver
-    and LangGraph: see :func:`.cli.common.open_runner`).
-
-    Args:
-        st: The statements of the database's dialect.
-        limit: Page size (None: all).
-        offset: Threads skipped.
-        idle_for: Only threads idle this long, or None.
-        after: The previous page's last thread (see :func:`cursor`).
-
-    Raises:
-        ValueError: ``limit`` or ``offset`` not an int from 0 to 2**63 - 1.
-        TypeError: ``after`` of another type.
-        CheckpointConfigError: ``after`` an empty or unstorable thread id.
-    """
-    page = thread_page(limit, offset, idle_for)
-    checked = cursor(after)
-    if isinstance(checked, str):
-        checked = thread(checked)
-    threads: list[ThreadInfo] = yield Access.READ, list_threads, (st, *page, checked)
-    return threads
 
 
 def walk_select(region: Sequence[ColumnElement[bool]], below: str | None, size: int) -> Select[Any]:
@@ -149,7 +82,8 @@ def list_threads(
         offset: Threads skipped (O(offset): they are walked).
         idle_before: Only threads whose newest checkpoint id sorts below this id
             (:func:`._ops.threads.id_at` of a cutoff time).
-        after: The previous page's last thread (:func:`cursor`): only threads after it.
+        after: The previous page's last thread (:func:`._plans.browse.cursor`): only
+            threads after it.
 
     Returns:
         The page of :class:`ThreadInfo`.

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec.damage import row_damage
-from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointConflictError
@@ -121,7 +121,7 @@ class Statements:
             delete(t).where(t.c.thread_id == bindparam("thread_id"))
             for t in (writes, blobs, metadata_index, checkpoints)
         ]
-        # Multi-row forms of the inserts (see _driver.insert_rows).
+        # Multi-row forms of the inserts (see cursor.insert_rows).
         self._many: dict[tuple[int, tuple[str, ...], int], Any] = {}
         self._combined: dict[tuple[tuple[str, ...], int], Any] = {}
         # Where the dialect runs data-changing statements in a WITH clause: deleting a
@@ -140,11 +140,11 @@ class Statements:
         columns = tuple(blobs[0])
         stmt = self._combined.get((columns, len(blobs)))
         if stmt is None:
-            form = _driver.many_form(self.put_blobs, columns, len(blobs), self._many)
+            form = cursor.many_form(self.put_blobs, columns, len(blobs), self._many)
             stmt = self._combined[(columns, len(blobs))] = self.qb.combine_writes(
                 self.put_checkpoint, form
             )
-        return stmt, {**_driver.many_params(blobs, columns), **checkpoint}
+        return stmt, {**cursor.many_params(blobs, columns), **checkpoint}
 
     def indexed_keys(self, conn: Connection, *, fresh: bool = False) -> frozenset[str]:
         """The keys a metadata filter may find through :data:`.schema.metadata_index`
@@ -164,7 +164,7 @@ class Statements:
     def insert_rows(self, conn: Connection, name: str, rows: Sequence[dict[str, Any]]) -> None:
         """Run the insert ``name`` (``put_blobs``, ``put_writes_first_wins`` or
         ``put_writes_replace``) for ``rows`` (:func:`._engine.cursor.insert_rows`)."""
-        _driver.insert_rows(conn, getattr(self, name), rows, self.key(conn), self._many)
+        cursor.insert_rows(conn, getattr(self, name), rows, self.key(conn), self._many)
 
     def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
         """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
@@ -186,7 +186,7 @@ class Statements:
         if stmt is None:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
             self._writes_in[len(keys)] = stmt
-        return _driver.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+        return cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
 
 
 _SHARED: dict[type[QueryBuilder], Statements] = {}
@@ -329,11 +329,11 @@ def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     batches = _by_size(conn, st, rows.blobs)
     if len(batches) == 1 and one_statement(st, rows):
         stmt, params = st.put_with_blobs(batches[0], rows.checkpoint)
-        _driver.execute(conn, stmt, params, st.key(conn))
+        cursor.execute(conn, stmt, params, st.key(conn))
         return
     for batch in batches:
         st.insert_rows(conn, "put_blobs", batch)
-    _driver.execute(conn, st.put_checkpoint, rows.checkpoint, st.key(conn))
+    cursor.execute(conn, st.put_checkpoint, rows.checkpoint, st.key(conn))
 
 
 def one_statement(st: Statements, rows: CheckpointRows) -> bool:
@@ -346,7 +346,7 @@ def one_statement(st: Statements, rows: CheckpointRows) -> bool:
         return True
     return (
         st.qb.dml_in_cte
-        and len(rows.blobs) <= _driver.MANY_ROWS
+        and len(rows.blobs) <= cursor.MANY_ROWS
         and sum(len(b["blob"] or b"") for b in rows.blobs) <= BATCH_BYTES
     )
 
@@ -393,7 +393,7 @@ def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
     """Delete every row of ``thread_id`` in every table and namespace: one statement
     where the dialect runs deletes in a ``WITH`` clause, else three (in a transaction)."""
     if st.delete_thread_one is not None:
-        _driver.execute(conn, st.delete_thread_one, {"thread_id": thread_id}, st.key(conn))
+        cursor.execute(conn, st.delete_thread_one, {"thread_id": thread_id}, st.key(conn))
         return
     for stmt in st.delete_thread:
         conn.execute(stmt, {"thread_id": thread_id})
@@ -419,9 +419,9 @@ def get_checkpoint(
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id:
         params["checkpoint_id"] = checkpoint_id
-        rows = _driver.rows(conn, st.by_id, params, st.key(conn))
+        rows = cursor.rows(conn, st.by_id, params, st.key(conn))
     else:
-        rows = _driver.rows(conn, st.latest, params, st.key(conn))
+        rows = cursor.rows(conn, st.latest, params, st.key(conn))
     if not rows:
         return None
     row = rows[0]

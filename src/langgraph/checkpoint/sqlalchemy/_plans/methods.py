@@ -35,6 +35,7 @@ from langgraph.checkpoint.sqlalchemy._ops import history as _history
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
 from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._plans.browse import threads_plan
 
 __all__ = ["Pages", "Plans", "PutArgs"]
 
@@ -162,7 +163,7 @@ class Plans:
     def list_threads(
         self, limit: int | None, offset: int, idle_for: timedelta | None, after: object
     ) -> Plan[builtins.list[ThreadInfo]]:
-        return _browse.threads_plan(self.st, limit, offset, idle_for, after)
+        return threads_plan(self.st, limit, offset, idle_for, after)
 
     def registered_keys(self) -> Plan[frozenset[str]]:
         if not self.st.qb.metadata_index_rows:
@@ -191,7 +192,9 @@ def _put_all(conn: Any, plans: Plans, items: Callable[[], Iterable[PutArgs]]) ->
     stored = 0
     for args in items():
         steps = Steps(plans.put(*args))
-        for _access, op, op_args in steps:
+        for step in steps:
+            assert type(step) is tuple  # a put yields database operations only
+            _access, op, op_args = step
             steps.result = op(conn, *op_args)
         stored += 1
     return stored

@@ -12,7 +12,6 @@ else through ``list``/``get_tuple``.
 from __future__ import annotations
 
 import copy
-import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -25,10 +24,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy._codec.opaque import OpaqueSerializer, cipher_of
 from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite, checkpoint_config
-from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
+from langgraph.checkpoint.sqlalchemy._engine.engines import source_url
 from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
 from langgraph.checkpoint.sqlalchemy._transfer.kinds import SourceKind
 from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
@@ -47,7 +45,6 @@ from sqlalchemy import (
     null,
     select,
 )
-from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
 __all__ = [
@@ -59,7 +56,6 @@ __all__ = [
     "batches",
     "opaque_view",
     "open_saver",
-    "source_url",
     "thread_config",
 ]
 
@@ -403,29 +399,6 @@ def _missing_extra(package: str, exc: ImportError) -> ImportError:
         f"reading this database needs {package}: pip install {package} (or the "
         f"'bench' extra of langgraph-checkpoint-sqlalchemy). ({exc})"
     )
-
-
-def source_url(url: str) -> URL:
-    """The sync URL to read a source database at ``url`` with (a copy's ``--from``): a
-    SQLite file is opened read-only, so that opening a file that is not a store creates
-    and changes nothing.
-
-    Raises:
-        UnknownSourceError: A SQLite URL that is not an existing file (in memory, a
-            ``file:`` URI, a missing path).
-        DatabaseURLError: A URL SQLAlchemy would refuse.
-    """
-    sync_url = resolve_urls(url).sync
-    if sync_url.get_backend_name() != "sqlite":
-        return sync_url
-    path = sync_url.database or ""
-    if not path or path == ":memory:" or path.startswith("file:"):
-        raise UnknownSourceError(
-            f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
-        )
-    if not os.path.isfile(path):
-        raise UnknownSourceError(f"no such SQLite file: {path}")
-    return make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
 
 
 @contextmanager

@@ -363,7 +363,7 @@ def open_saver(
 def open_runner(args: argparse.Namespace) -> Iterator[SyncRunner]:
     """The door that :func:`open_saver`'s saver reads through on ``--url``, without the
     saver: for a command that runs a plan of the saver's on its own (``threads list``:
-    :func:`.._browse.threads_plan`), so that it imports neither LangGraph nor
+    :func:`.._plans.browse.threads_plan`), so that it imports neither LangGraph nor
     SQLAlchemy's asyncio extension.
 
     The same engine set-up (:func:`.._engines.configure_engine`), access options, schema

@@ -67,8 +67,8 @@ def _thread_json(t: ThreadInfo) -> dict[str, Any]:
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
     # The saver's list_threads plan, on its door without the saver (no LangGraph import).
-    from langgraph.checkpoint.sqlalchemy._ops.browse import threads_plan
     from langgraph.checkpoint.sqlalchemy._ops.checkpoints import statements_for
+    from langgraph.checkpoint.sqlalchemy._plans.browse import threads_plan
 
     with open_runner(args) as runner:
         st = statements_for(runner.qb)
