@@ -55,6 +55,7 @@ from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
 from langgraph.checkpoint.sqlalchemy._ops import history as _history
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, metadata_index, writes
@@ -383,7 +384,9 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     dialect = make_url(DIALECT_URLS[dialect_name]).get_dialect()()
     qb = query_builder(dialect_name)
     st = _ops.Statements(qb)
-    codec = _codec.Codec(SERDE, st, inline_limit=inline_limit, strict=False)
+    codec = _codec.Codec(
+        SERDE, inline_limit=inline_limit, strict=False, metadata_index_rows=qb.metadata_index_rows
+    )
     plans = _plans.Plans(codec, st)
     checked = _plans.Plans(codec, st, detect_conflicts=True)
     conn = Recorder(dialect, _canned_row())
@@ -415,7 +418,8 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
         (_config("t1"), {"source": "loop", "step": 1, "custom": {"a": [1]}}, parent),
     )
     for config, filt, before in listings:
-        pages = _plans.Pages(codec, codec.list_query(config, filt, before), 2, 1)
+        query = _listing.list_query(qb, config, filt, before, codec.index_keys)
+        pages = _plans.Pages(codec, st, query, 2, 1)
         for _access, op, args in pages:
             list(pages.decoded(op(conn, *args)))
     # delete_thread, and the delta-history walk of one thread.

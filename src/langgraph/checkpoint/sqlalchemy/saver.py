@@ -47,9 +47,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from typing_extensions import Self
 
-from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
+from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, PendingWrite
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -57,7 +57,7 @@ from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awai
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
-from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -198,8 +198,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         config_metadata: bool | Collection[str] = True,
         metadata_index_keys: Collection[str] | None = None,
     ) -> None:
-        metadata_keys = _codec.config_metadata_keys(config_metadata)
-        index_keys = _metaindex.checked_keys(metadata_index_keys)
+        options = saver_options(inline_limit, config_metadata, metadata_index_keys)
         is_strict = _strict.strict_setting(strict)
         if is_strict:
             serde = _strict.strict_serde(serde, allowed_msgpack_modules)
@@ -213,18 +212,17 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             raise ValueError(
                 f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
             )
-        inline_limit = _codec.check_inline_limit(inline_limit)
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
         self._st = _ops.statements_for(self._qb)
-        self._codec = _codec.Codec(
+        self._codec = Codec(
             self.serde,
-            self._st,
-            inline_limit=inline_limit,
+            inline_limit=options.inline_limit,
             strict=strict_decode,
-            config_metadata=metadata_keys,
-            index_keys=index_keys,
+            config_metadata=options.config_metadata,
+            index_keys=options.index_keys,
+            metadata_index_rows=self._qb.metadata_index_rows,
         )
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
@@ -313,15 +311,13 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             DriverNotInstalledError: A driver it needs is not installed; the message
                 names the extra to install.
         """
-        _codec.check_inline_limit(inline_limit)
+        saver_options(inline_limit, config_metadata, metadata_index_keys)  # before any engine
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
         options.update(retry_timeout=retry_timeout, strict=strict)
         options.update(allowed_msgpack_modules=allowed_msgpack_modules)
-        _codec.config_metadata_keys(config_metadata)  # refused before any engine is made
-        _metaindex.checked_keys(metadata_index_keys)
         options.update(config_metadata=config_metadata, metadata_index_keys=metadata_index_keys)
         return _shared.open_saver(cls, urls, options, engine_kwargs)
 
@@ -673,5 +669,5 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
     def _pages(
         self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
     ) -> _plans.Pages:
-        query = self._codec.list_query(config, filter, before)
-        return _plans.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
+        query = _listing.list_query(self._qb, config, filter, before, self._codec.index_keys)
+        return _plans.Pages(self._codec, self._st, query, limit, LIST_PAGE_SIZE)

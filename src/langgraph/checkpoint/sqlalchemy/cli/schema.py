@@ -123,7 +123,7 @@ def cmd_stamp(args: argparse.Namespace) -> int:
 
 def cmd_reindex_metadata(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
-    from langgraph.checkpoint.sqlalchemy._ops.metaindex import COLUMN_KEYS, checked_keys
+    from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, checked_keys
     from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
     try:

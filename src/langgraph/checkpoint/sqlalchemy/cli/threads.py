@@ -32,7 +32,7 @@ from langgraph.checkpoint.sqlalchemy.errors import ThreadNotEmptyError
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import CheckpointTuple
 
-    from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+    from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 
 
 def _size(n: int) -> str:
@@ -101,7 +101,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
     from langgraph.checkpoint.sqlalchemy._codec.opaque import shown
-    from langgraph.checkpoint.sqlalchemy._ops.threads import checkpoint_time
+    from langgraph.checkpoint.sqlalchemy._codec.threadinfo import checkpoint_time
 
     c = t.config["configurable"]
     out: dict[str, Any] = {
