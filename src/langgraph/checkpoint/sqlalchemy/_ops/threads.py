@@ -1,4 +1,4 @@
-"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, thread locks.
+"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, reindex_metadata.
 
 Sync functions on a ``Connection`` inside the caller's transaction, like :mod:`._ops.checkpoints`;
 the saver runs them directly (sync) or through ``run_sync`` (async).
