@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import random
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -49,7 +48,7 @@ from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
 from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
-from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, PendingWrite, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -198,32 +197,14 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         config_metadata: bool | Collection[str] = True,
         metadata_index_keys: Collection[str] | None = None,
     ) -> None:
-        options = saver_options(inline_limit, config_metadata, metadata_index_keys)
-        is_strict = _strict.strict_setting(strict)
-        if is_strict:
-            serde = _strict.strict_serde(serde, allowed_msgpack_modules)
-        elif allowed_msgpack_modules is not None:
-            raise ValueError(
-                "allowed_msgpack_modules applies to strict mode: pass strict=True (or set "
-                f"{_strict.OUR_STRICT_ENV}=1 or LANGGRAPH_STRICT_MSGPACK=true)"
-            )
+        options = saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
+        is_strict, serde = _strict.saver_serde(serde, strict, allowed_msgpack_modules)
         super().__init__(serde=serde)
-        if not retry_timeout >= 0:
-            raise ValueError(
-                f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
-            )
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
         self._st = _ops.statements_for(self._qb)
-        self._codec = Codec(
-            self.serde,
-            inline_limit=options.inline_limit,
-            strict=strict_decode,
-            config_metadata=options.config_metadata,
-            index_keys=options.index_keys,
-            metadata_index_rows=self._qb.metadata_index_rows,
-        )
+        self._codec = Codec.of(self.serde, options, strict_decode, self._qb.metadata_index_rows)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
@@ -311,7 +292,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             DriverNotInstalledError: A driver it needs is not installed; the message
                 names the extra to install.
         """
-        saver_options(inline_limit, config_metadata, metadata_index_keys)  # before any engine
+        saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
@@ -587,13 +568,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         forks of a thread, which blobs keyed by version rely on (LangGraph contract).
         Integer versions written by other savers are accepted as ``current``.
         """
-        if current is None:
-            n = 0
-        elif isinstance(current, int):
-            n = current
-        else:
-            n = int(str(current).split(".")[0])
-        return f"{n + 1:032}.{random.random():016}"
+        return next_version(current)
 
     # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
 

@@ -357,16 +357,24 @@ class SaverOptions(NamedTuple):
 
 
 def saver_options(
-    inline_limit: Any, config_metadata: object, metadata_index_keys: Collection[str] | None
+    inline_limit: Any,
+    config_metadata: object,
+    metadata_index_keys: Collection[str] | None,
+    retry_timeout: float,
 ) -> SaverOptions:
-    """The saver's ``inline_limit``, ``config_metadata`` and ``metadata_index_keys``
-    checked: by its constructor, and by ``from_conn_string`` before any engine is made.
+    """The saver's ``inline_limit``, ``config_metadata``, ``metadata_index_keys`` and
+    ``retry_timeout`` checked: by its constructor, and by ``from_conn_string`` before any
+    engine is made.
 
     Raises:
         ValueError: ``inline_limit`` out of range, ``config_metadata`` not a bool or a
-            list of key names, or an index key that cannot be indexed.
+            list of key names, an index key that cannot be indexed, or a negative
+            ``retry_timeout``.
         TypeError: ``metadata_index_keys`` is a bare string or holds a non-string.
     """
     limit = check_inline_limit(inline_limit)
     keys = config_metadata_keys(config_metadata)
-    return SaverOptions(limit, keys, checked_keys(metadata_index_keys))
+    options = SaverOptions(limit, keys, checked_keys(metadata_index_keys))
+    if not retry_timeout >= 0:
+        raise ValueError(f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}")
+    return options

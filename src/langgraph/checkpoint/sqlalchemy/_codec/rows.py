@@ -13,6 +13,7 @@ the saver and :mod:`.transfer`.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -36,6 +37,7 @@ from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
 from langgraph.checkpoint.sqlalchemy._codec.canonical import TooDeepError, canonical_json
 from langgraph.checkpoint.sqlalchemy._codec.configs import (
     ConfigMetadata,
+    SaverOptions,
     check_channel,
     check_stored_channel,
     checkpoint_config,
@@ -64,7 +66,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     stored_full,
 )
 
-__all__ = ["Codec", "PendingWrite"]
+__all__ = ["Codec", "PendingWrite", "next_version"]
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
@@ -95,6 +97,17 @@ def _metadata_json(
             f"checkpoint metadata must be JSON ({e}); keep metadata values to str, int, "
             "float, bool, None, lists and dicts with string keys."
         ) from e
+
+
+def next_version(current: str | int | None) -> str:
+    """The channel version after ``current`` (see ``SQLAlchemySaver.get_next_version``)."""
+    if current is None:
+        n = 0
+    elif isinstance(current, int):
+        n = current
+    else:
+        n = int(str(current).split(".")[0])
+    return f"{n + 1:032}.{random.random():016}"
 
 
 @dataclass
@@ -154,6 +167,21 @@ class Codec:
         # Where the dialect keeps index rows: the keys put writes them for.
         self._row_keys = index_keys if metadata_index_rows else ()
         self.values = ValueCache()
+
+    @classmethod
+    def of(
+        cls, serde: SerializerProtocol, options: SaverOptions, strict: bool, index_rows: bool
+    ) -> Codec:
+        """The codec of a saver: its checked ``options``, ``strict_decode`` as ``strict``,
+        and whether its dialect keeps metadata index rows (``index_rows``)."""
+        return cls(
+            serde,
+            inline_limit=options.inline_limit,
+            strict=strict,
+            config_metadata=options.config_metadata,
+            index_keys=options.index_keys,
+            metadata_index_rows=index_rows,
+        )
 
     @property
     def serde(self) -> SerializerProtocol:
