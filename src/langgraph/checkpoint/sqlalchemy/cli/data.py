@@ -23,9 +23,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any, cast, get_args
 
 from langgraph.checkpoint.sqlalchemy._engine.defaults import url_from_env
@@ -37,7 +38,9 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     emit,
     masked,
     open_saver,
+    progress_bar,
     require_database,
+    shows_progress,
 )
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, ThreadNotEmptyError
 
@@ -167,26 +170,6 @@ def _repeated(args: argparse.Namespace, *flags: str) -> list[str]:
     return words + ["--" + f.replace("_", "-") for f in flags if getattr(args, f)]
 
 
-@contextmanager
-def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("copying checkpoints", total=total)
-        yield lambda done: bar.update(task, completed=done)
-
-
 def cmd_copy(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.sqlalchemy import transfer
 
@@ -206,9 +189,8 @@ def cmd_copy(args: argparse.Namespace) -> int:
                     target.setup()
                 except SchemaOutOfDateError as e:
                     raise CommandError(f"--to {masked(args.target)}: {e}", 1) from e
-                show = not (args.no_progress or args.json) and sys.stderr.isatty()
-                total = transfer.count_checkpoints(source, args.threads) if show else 0
-                with _progress_bar(show, total) as progress:
+                count = partial(transfer.count_checkpoints, source, args.threads)
+                with progress_bar(shows_progress(args), count, "copying checkpoints") as progress:
                     report = transfer.copy_threads(
                         source,
                         target,
