@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
 from langgraph.checkpoint.sqlalchemy._engine import cursor as _driver
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import read_json
 from langgraph.store.sqlalchemy._shapes import PAGE, PutRow, StoreStats, alive
-from langgraph.store.sqlalchemy._sizes import by_bytes, value_sizes
+from langgraph.store.sqlalchemy._sizes import value_sizes
 from langgraph.store.sqlalchemy.tables import items, vectors
 from sqlalchemy import Connection, bindparam, delete, func, select, update
 

@@ -12,6 +12,7 @@ the saver and :mod:`.transfer`.
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 from collections.abc import Collection, Mapping, Sequence
@@ -207,14 +208,11 @@ class Codec:
 
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
         """A codec like this one with another serializer (its own value cache)."""
-        return Codec(
-            serde,
-            inline_limit=self.inline_limit,
-            strict=strict,
-            config_metadata=self.config_metadata,
-            index_keys=self.index_keys,
-            metadata_index_rows=self.metadata_index_rows,
-        )
+        clone = copy.copy(self)
+        clone.serde = serde  # (sets _opaque)
+        clone.strict = strict
+        clone.values = ValueCache()
+        return clone
 
     # -- decoding -------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
 from langgraph.checkpoint.sqlalchemy._codec.records import (
     BlobKey,
     CheckpointKey,
@@ -390,19 +391,7 @@ def _by_size(
             n = len(row["blob"] or b"")
             if n > limit:
                 raise st.qb.too_large(n, limit)
-    batches: list[list[dict[str, Any]]] = []
-    batch: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        n = len(row["blob"] or b"")
-        if batch and size + n > budget:
-            batches.append(batch)
-            batch, size = [], 0
-        batch.append(row)
-        size += n
-    if batch:
-        batches.append(batch)
-    return batches
+    return by_bytes(((row, len(row["blob"] or b"")) for row in rows), budget)
 
 
 def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -49,12 +49,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the data-moving commands to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the data-moving commands to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     cp = add_command(
         sub,
         common,
@@ -139,11 +135,17 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 def _interrupted(
-    e: transfer.Interrupted, moved: str, where: str, again: list[str], note: str = ""
+    e: transfer.Interrupted,
+    done: tuple[str, int, int],
+    where: str,
+    again: list[str],
+    note: str = "",
 ) -> int:
-    """Say what an interrupted copy or import did (``moved``: "copied 5 checkpoints (3
-    pending writes)") and the command that finishes it (URLs masked; ``note`` said
+    """Say what an interrupted copy or import did (``done``: the verb, checkpoints and
+    pending writes moved) and the command that finishes it (URLs masked; ``note`` said
     after it); the exit code of an interruption."""
+    verb, checkpoints, writes = done
+    moved = f"{verb} {checkpoints} checkpoints ({writes} pending writes)"
     rolled = (
         f"; thread {e.thread_id!r} was rolled back: none of its checkpoints is in {where}"
         if e.thread_id is not None
@@ -201,13 +203,11 @@ def cmd_copy(args: argparse.Namespace) -> int:
     except transfer.Interrupted as e:
         r = cast("transfer.CopyReport", e.report)
         again = ["copy", "--from", masked(args.source), "--to", masked(args.target)]
-        if args.from_kind != "auto":
-            again += ["--from-kind", args.from_kind]
-        if args.from_schema:
-            again += ["--from-schema", args.from_schema]
+        again += ["--from-kind", args.from_kind] if args.from_kind != "auto" else []
+        again += ["--from-schema", args.from_schema] if args.from_schema else []
         again += _repeated(args, "into_existing", "no_progress")
-        copied = f"copied {r.checkpoints_copied} checkpoints ({r.writes_copied} pending writes)"
-        return _interrupted(e, copied, "the target", again)
+        done = ("copied", r.checkpoints_copied, r.writes_copied)
+        return _interrupted(e, done, "the target", again)
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except ThreadNotEmptyError as e:
@@ -344,13 +344,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     except transfer.Interrupted as e:
         r = cast("transfer.ImportReport", e.report)
         again = ["import", args.file]
-        if args.url != url_from_env():
-            again += ["--url", masked(args.url)]
+        again += ["--url", masked(args.url)] if args.url != url_from_env() else []
         again += _repeated(args, "into_existing", "allow_incomplete")
-        imported = f"imported {r.checkpoints_imported} checkpoints ({r.writes_imported} pending "
-        imported += "writes)"
+        done = ("imported", r.checkpoints_imported, r.writes_imported)
         stdin = ", the same file on stdin" if args.file == "-" else ""
-        return _interrupted(e, imported, "the database", again, stdin)
+        return _interrupted(e, done, "the database", again, stdin)
     except transfer.IncompleteExportError as e:
         raise CommandError(f"{args.file}: {e}", 1) from e
     except transfer.ExportFormatError as e:

@@ -39,12 +39,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the ``store`` command group to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the ``store`` command group to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     group = sub.add_parser("store", help="the long-term memory store: namespaces, stats, TTL, copy")
     ssub = group.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     ls = add_command(ssub, common, "list-namespaces", cmd_list_namespaces, "namespaces, in order")

@@ -302,12 +302,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the thread commands to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the thread commands to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     threads = sub.add_parser("threads", help="list, show and delete threads")
     tsub = threads.add_subparsers(dest="threads_command", required=True, metavar="ACTION")
     ls = add_command(
