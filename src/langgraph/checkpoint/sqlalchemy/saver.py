@@ -48,7 +48,8 @@ from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
 from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
-from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, PendingWrite, next_version
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -204,7 +205,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
         self._st = _ops.statements_for(self._qb)
-        self._codec = Codec.of(self.serde, options, strict_decode, self._qb.metadata_index_rows)
+        self._codec = Codec(self.serde, options, self._qb.metadata_index_rows, strict=strict_decode)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:

@@ -1,5 +1,6 @@
 """The records the operations hand the codec: rows read back, not yet decoded, and the
-rows of one checkpoint to store, encoded already.
+rows of one checkpoint to store, encoded already; and a pending write as transfer
+carries it.
 
 Plain data with no SQL: the operations (:mod:`.._ops`) fill and take them, the codec
 (:mod:`.rows`) decodes and builds them. They live at the codec's level so that neither
@@ -22,6 +23,7 @@ __all__ = [
     "CheckpointKey",
     "CheckpointRecord",
     "CheckpointRows",
+    "PendingWrite",
 ]
 
 CheckpointKey = tuple[str, str, str]
@@ -120,3 +122,22 @@ class ChannelHistory:
     writes: list[tuple[int, str, str, int, str, bytes | None, str]] = field(default_factory=list)
     seed: tuple[str, bytes | None] | None = None
     seed_id: str = ""
+
+
+@dataclass
+class PendingWrite:
+    """A pending write as transfer reads it from a source and stores it.
+
+    Attributes:
+        task_id: The task.
+        task_path: Its path ("" when the source does not store it).
+        channel: The channel written.
+        idx: Its index within the task, or None when the source does not store it.
+        value: The value, decoded.
+    """
+
+    task_id: str
+    task_path: str
+    channel: str
+    idx: int | None
+    value: Any

@@ -16,7 +16,6 @@ import copy
 import logging
 import random
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -47,11 +46,12 @@ from langgraph.checkpoint.sqlalchemy._codec.configs import (
     text_id,
 )
 from langgraph.checkpoint.sqlalchemy._codec.damage import write_damage
-from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, DEFAULT_KEYS, index_rows
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, index_rows
 from langgraph.checkpoint.sqlalchemy._codec.records import (
     ChannelHistory,
     CheckpointRecord,
     CheckpointRows,
+    PendingWrite,
 )
 from langgraph.checkpoint.sqlalchemy._codec.valuecache import ValueCache
 from langgraph.checkpoint.sqlalchemy.errors import (
@@ -67,7 +67,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     stored_full,
 )
 
-__all__ = ["Codec", "PendingWrite", "next_version"]
+__all__ = ["Codec", "next_version"]
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
@@ -111,38 +111,19 @@ def next_version(current: str | int | None) -> str:
     return f"{n + 1:032}.{random.random():016}"
 
 
-@dataclass
-class PendingWrite:
-    """A pending write as transfer reads it from a source and stores it.
-
-    Attributes:
-        task_id: The task.
-        task_path: Its path ("" when the source does not store it).
-        channel: The channel written.
-        idx: Its index within the task, or None when the source does not store it.
-        value: The value, decoded.
-    """
-
-    task_id: str
-    task_path: str
-    channel: str
-    idx: int | None
-    value: Any
-
-
 class Codec:
     """Rows to store from a checkpoint and its writes, ``CheckpointTuple`` from records.
 
     Args:
         serde: The saver's serializer.
-        inline_limit: Largest serialised value stored in the checkpoint row.
-        strict: Decode with :mod:`._codec.strict` (the saver's ``strict_decode``).
-        config_metadata: Which config keys ``put`` copies into the stored metadata (the
-            saver's ``config_metadata``, see :func:`config_metadata_keys`).
-        index_keys: Metadata keys ``put`` writes index rows for, where the dialect keeps
-            them (the saver's ``metadata_index_keys``, see :mod:`._codec.metakeys`).
+        options: The saver's ``inline_limit`` (largest serialised value stored in the
+            checkpoint row), ``config_metadata`` (the config keys ``put`` copies into the
+            stored metadata) and ``metadata_index_keys`` (the keys ``put`` writes index
+            rows for, see :mod:`._codec.metakeys`), checked
+            (:func:`._codec.configs.saver_options`).
         metadata_index_rows: Whether the dialect keeps index rows at all
             (:attr:`.QueryBuilder.metadata_index_rows`; PostgreSQL does not).
+        strict: Decode with :mod:`._codec.strict` (the saver's ``strict_decode``).
 
     Attributes:
         values: The bytes of values serialised by earlier puts, so that an unchanged
@@ -152,37 +133,20 @@ class Codec:
     def __init__(
         self,
         serde: SerializerProtocol,
+        options: SaverOptions,
+        metadata_index_rows: bool,
         *,
-        inline_limit: int,
         strict: bool,
-        config_metadata: ConfigMetadata = True,
-        index_keys: tuple[str, ...] = DEFAULT_KEYS,
-        metadata_index_rows: bool = False,
     ) -> None:
         self.serde = serde  # (sets _opaque)
         self.metadata_index_rows = metadata_index_rows
-        self.inline_limit = inline_limit
+        self.inline_limit = options.inline_limit
         self.strict = strict
-        self.config_metadata = config_metadata
-        self.index_keys = index_keys
+        self.config_metadata = options.config_metadata
+        self.index_keys = options.index_keys
         # Where the dialect keeps index rows: the keys put writes them for.
-        self._row_keys = index_keys if metadata_index_rows else ()
+        self._row_keys = self.index_keys if metadata_index_rows else ()
         self.values = ValueCache()
-
-    @classmethod
-    def of(
-        cls, serde: SerializerProtocol, options: SaverOptions, strict: bool, index_rows: bool
-    ) -> Codec:
-        """The codec of a saver: its checked ``options``, ``strict_decode`` as ``strict``,
-        and whether its dialect keeps metadata index rows (``index_rows``)."""
-        return cls(
-            serde,
-            inline_limit=options.inline_limit,
-            strict=strict,
-            config_metadata=options.config_metadata,
-            index_keys=options.index_keys,
-            metadata_index_rows=index_rows,
-        )
 
     @property
     def serde(self) -> SerializerProtocol:

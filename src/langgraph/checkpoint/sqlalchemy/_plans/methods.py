@@ -27,8 +27,11 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.sqlalchemy._codec import configs as _configs
 from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
-from langgraph.checkpoint.sqlalchemy._codec.records import CheckpointKey, CheckpointRecord
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.records import (
+    CheckpointKey,
+    CheckpointRecord,
+    PendingWrite,
+)
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
 from langgraph.checkpoint.sqlalchemy._ops import browse as _browse

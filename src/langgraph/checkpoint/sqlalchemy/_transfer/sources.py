@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlalchemy._codec.configs import checkpoint_config
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy._codec.opaque import OpaqueSerializer, cipher_of
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._transfer import held as _held
 from langgraph.checkpoint.sqlalchemy._transfer.kinds import SourceKind

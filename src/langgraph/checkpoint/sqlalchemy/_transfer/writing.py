@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.sqlalchemy._codec.configs import namespace, thread
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._plans.methods import PutArgs
 from langgraph.checkpoint.sqlalchemy._transfer import held as _held
 from langgraph.checkpoint.sqlalchemy._transfer.sources import Reader, batches
