@@ -5,7 +5,7 @@
 - PostgreSQL: a GIN index (``jsonb_path_ops``) on ``lgsa_checkpoints.metadata``, used
   through containment for every key.
 - SQLite and MySQL/MariaDB: ``lgsa_metadata_index``, one row a checkpoint and indexed
-  key, written by ``put`` (see :mod:`langgraph.checkpoint.sqlalchemy._ops.metaindex`), and
+  key, written by ``put`` (see :mod:`langgraph.checkpoint.sqlalchemy._codec.metakeys`), and
   ``lgsa_metadata_keys``, the keys whose rows are complete. This revision indexes the
   stored checkpoints for the default keys (``thread_id``, ``user_id``,
   ``assistant_id``, ``graph_id``) and lists them: O(N), batches of 2,000 checkpoints.
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import DEFAULT_KEYS
 from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import (
@@ -122,7 +123,7 @@ def upgrade() -> None:
         if schema is not None:
             conn = conn.execution_options(schema_translate_map={None: schema})
         known = _metaindex.registered(conn)
-        todo = [k for k in _metaindex.DEFAULT_KEYS if k not in known]
+        todo = [k for k in DEFAULT_KEYS if k not in known]
         if todo:
             _metaindex.backfill(conn, qb.insert_ignore(metadata_index), todo)
 

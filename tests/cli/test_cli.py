@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.sqlalchemy import SchemaOutOfDateError, SQLAlchemySaver, cli, server
-from langgraph.checkpoint.sqlalchemy._ops.threads import checkpoint_time, id_at
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import checkpoint_time, id_at
 
 from ..checkpoints import put_numbered_chain
 from ..provision import BACKENDS, fresh_database

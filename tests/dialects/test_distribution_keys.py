@@ -53,8 +53,11 @@ from sqlalchemy.sql.selectable import Alias, FromClause, Join, Select
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
+from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
 from langgraph.checkpoint.sqlalchemy._ops import history as _history
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, metadata_index, writes
@@ -383,7 +386,8 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     dialect = make_url(DIALECT_URLS[dialect_name]).get_dialect()()
     qb = query_builder(dialect_name)
     st = _ops.Statements(qb)
-    codec = _codec.Codec(SERDE, st, inline_limit=inline_limit, strict=False)
+    options = saver_options(inline_limit, True, None, 0)
+    codec = _codec.Codec(SERDE, options, qb.metadata_index_rows, strict=False)
     plans = _plans.Plans(codec, st)
     checked = _plans.Plans(codec, st, detect_conflicts=True)
     conn = Recorder(dialect, _canned_row())
@@ -404,7 +408,7 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     _drive(plans.put_writes(parent, [("ch", 1), ("other", 2)], "task-1", ""), conn)
     _drive(plans.put_writes(parent, [("__error__", "boom")], "task-1", ""), conn)
     # put with its writes (transfer's copy; the same inserts).
-    pending = [_codec.PendingWrite("task-2", "", "ch", 3, "v")]
+    pending = [PendingWrite("task-2", "", "ch", 3, "v")]
     _drive(plans.put(parent, cp, meta, {"ch": "v1"}, pending), conn)
     # get_tuple by id and latest (the canned row lacks its blob: read again).
     _drive(plans.get_tuple(parent), conn)
@@ -415,7 +419,8 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
         (_config("t1"), {"source": "loop", "step": 1, "custom": {"a": [1]}}, parent),
     )
     for config, filt, before in listings:
-        pages = _plans.Pages(codec, codec.list_query(config, filt, before), 2, 1)
+        query = _listing.list_query(qb, config, filt, before, codec.index_keys)
+        pages = _plans.Pages(codec, st, query, 2, 1)
         for _access, op, args in pages:
             list(pages.decoded(op(conn, *args)))
     # delete_thread, and the delta-history walk of one thread.

@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from sqlalchemy import func, select, update
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
-from langgraph.checkpoint.sqlalchemy._ops.metaindex import index_value
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import index_value
 from langgraph.checkpoint.sqlalchemy.schema import metadata_index
 
 from ..doors import Door

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, insert
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._ops.browse import walk_select
-from langgraph.checkpoint.sqlalchemy._ops.listing import _page_select
+from langgraph.checkpoint.sqlalchemy._ops.listing import _page_select, list_query
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints
 
 from ..security.test_forged import raw
@@ -83,9 +83,14 @@ def explain(conn: Connection, saver: SQLAlchemySaver, stmt: Any) -> list[str]:
     return [f"{r['table']} key={r['key']} type={r['type']} extra={r['Extra']}" for r in result]
 
 
+def query_of(saver: SQLAlchemySaver, config: Any, filter: Any) -> Any:
+    """The conditions the saver's ``list(config, filter=filter)`` runs with."""
+    return list_query(saver._qb, config, filter, None, saver._codec.index_keys)
+
+
 def test_list_of_one_thread_is_served_by_the_primary_key(saver: SQLAlchemySaver) -> None:
     bulk_load(saver)
-    query = saver._codec.list_query(cfg("t0123"), None, None)
+    query = query_of(saver, cfg("t0123"), None)
     assert query.order  # one thread and namespace: the dialect's key order
     with raw(saver) as conn:
         plan = explain(conn, saver, _page_select(conn, saver._st, query, None, 10))
@@ -120,7 +125,7 @@ def test_filter_on_an_indexed_key_reads_the_index(saver: SQLAlchemySaver) -> Non
     """``list(None, filter={"user_id": X})``: PostgreSQL reads its GIN index, SQLite and
     MariaDB the metadata index's key range; neither scans the checkpoints."""
     bulk_load(saver)
-    query = saver._codec.list_query(None, {"user_id": "u7"}, None)
+    query = query_of(saver, None, {"user_id": "u7"})
     with raw(saver) as conn:
         if conn.dialect.name == "postgresql":
             # 10,000 small rows: a scan is cheaper, and PostgreSQL rightly takes it (at
@@ -155,7 +160,7 @@ def test_filter_on_step_reads_an_index(saver: SQLAlchemySaver) -> None:
         row |= {"metadata": {"step": 10_000, "source": "loop"}, "value_versions": {}}
         conn.execute(insert(checkpoints), [{**row, "source": "loop", "step": 10_000}])
     for flt in ({"step": 10_000}, {"step": 3, "source": "loop"}, {"source": "input"}):
-        query = saver._codec.list_query(None, flt, None)
+        query = query_of(saver, None, flt)
         with raw(saver) as conn:
             if conn.dialect.name == "postgresql":
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 10,000 small rows

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import insert
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, ThreadInfo
-from langgraph.checkpoint.sqlalchemy._ops.threads import id_at
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import id_at
 from langgraph.checkpoint.sqlalchemy.schema import checkpoints, stored_full
 
 from ..doors import Door

@@ -415,12 +415,12 @@ def test_an_item_the_target_already_has_takes_the_source_times(
 
 
 def test_the_progress_bar_counts_rows(sqlite_source: str) -> None:
-    from langgraph.checkpoint.sqlalchemy.cli.store import _progress_bar
+    from langgraph.checkpoint.sqlalchemy.cli.common import progress_bar
 
     seen: list[int] = []
     with transfer.open_store_source(sqlite_source) as src:
         total = src.count()
-        with _progress_bar(True, total) as progress:
+        with progress_bar(True, lambda: total, "copying items") as progress:
             assert progress is not None
             with open_target(":memory:") as target:
                 transfer.copy_store(

@@ -23,14 +23,14 @@ from langgraph.checkpoint.sqlalchemy import errors
 from langgraph.checkpoint.sqlalchemy.errors import *  # noqa: F403  (every typed error: errors.__all__)
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+    from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
     from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
 __all__ = ["SQLAlchemySaver", "ThreadInfo"]
 __all__ += errors.__all__
 
 #: Public name -> the module that defines it, imported when the name is first read.
-_LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._ops.threads"}
+_LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._codec.threadinfo"}
 
 
 if not TYPE_CHECKING:  # type checkers see the imports above; a typo stays an error

@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
-from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._codec import configs as _ids
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._plans import locks as _locks
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import random
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -47,9 +46,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from typing_extensions import Self
 
-from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -57,7 +57,7 @@ from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awai
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
-from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
+from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -198,34 +198,14 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         config_metadata: bool | Collection[str] = True,
         metadata_index_keys: Collection[str] | None = None,
     ) -> None:
-        metadata_keys = _codec.config_metadata_keys(config_metadata)
-        index_keys = _metaindex.checked_keys(metadata_index_keys)
-        is_strict = _strict.strict_setting(strict)
-        if is_strict:
-            serde = _strict.strict_serde(serde, allowed_msgpack_modules)
-        elif allowed_msgpack_modules is not None:
-            raise ValueError(
-                "allowed_msgpack_modules applies to strict mode: pass strict=True (or set "
-                f"{_strict.OUR_STRICT_ENV}=1 or LANGGRAPH_STRICT_MSGPACK=true)"
-            )
+        options = saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
+        is_strict, serde = _strict.saver_serde(serde, strict, allowed_msgpack_modules)
         super().__init__(serde=serde)
-        if not retry_timeout >= 0:
-            raise ValueError(
-                f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
-            )
-        inline_limit = _codec.check_inline_limit(inline_limit)
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
         self._st = _ops.statements_for(self._qb)
-        self._codec = _codec.Codec(
-            self.serde,
-            self._st,
-            inline_limit=inline_limit,
-            strict=strict_decode,
-            config_metadata=metadata_keys,
-            index_keys=index_keys,
-        )
+        self._codec = Codec(self.serde, options, self._qb.metadata_index_rows, strict=strict_decode)
         self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
@@ -313,15 +293,13 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             DriverNotInstalledError: A driver it needs is not installed; the message
                 names the extra to install.
         """
-        _codec.check_inline_limit(inline_limit)
+        saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
         options.update(retry_timeout=retry_timeout, strict=strict)
         options.update(allowed_msgpack_modules=allowed_msgpack_modules)
-        _codec.config_metadata_keys(config_metadata)  # refused before any engine is made
-        _metaindex.checked_keys(metadata_index_keys)
         options.update(config_metadata=config_metadata, metadata_index_keys=metadata_index_keys)
         return _shared.open_owner(cls, urls, options, engine_kwargs)
 
@@ -593,13 +571,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         forks of a thread, which blobs keyed by version rely on (LangGraph contract).
         Integer versions written by other savers are accepted as ``current``.
         """
-        if current is None:
-            n = 0
-        elif isinstance(current, int):
-            n = current
-        else:
-            n = int(str(current).split(".")[0])
-        return f"{n + 1:032}.{random.random():016}"
+        return next_version(current)
 
     # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
 
@@ -675,5 +647,5 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
     def _pages(
         self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
     ) -> _plans.Pages:
-        query = self._codec.list_query(config, filter, before)
-        return _plans.Pages(self._codec, query, limit, LIST_PAGE_SIZE)
+        query = _listing.list_query(self._qb, config, filter, before, self._codec.index_keys)
+        return _plans.Pages(self._codec, self._st, query, limit, LIST_PAGE_SIZE)

@@ -124,7 +124,7 @@ RUN_KEY_MAX_LENGTH = 80
 SOURCE_MAX_LENGTH = 64
 #: Longest metadata key the saver indexes (:data:`metadata_index`), in characters.
 INDEX_KEY_MAX_LENGTH = 40
-#: Width of an indexed metadata value (:func:`._ops.metaindex.index_value`); longer values
+#: Width of an indexed metadata value (:func:`._codec.metakeys.index_value`); longer values
 #: are indexed by their digest.
 INDEX_VALUE_MAX_LENGTH = 100
 #: Name of the Alembic version table of this library, distinct from an application's
@@ -528,7 +528,7 @@ locks = Table(
 
 #: SQLite and MySQL/MariaDB: the index of metadata filters, one row a checkpoint and
 #: indexed key (:data:`metadata_keys`), kept by ``put``, ``copy_thread``, ``prune`` and
-#: the deletes. ``value`` is :func:`._ops.metaindex.index_value` of the metadata value: equal
+#: the deletes. ``value`` is :func:`._codec.metakeys.index_value` of the metadata value: equal
 #: JSON values (``1`` and ``1.0``, dicts in any key order) have the same one, so the rows
 #: found for a filter are a superset of the matches, which the exact JSON condition then
 #: checks. The primary key leads with ``(key, value)``: a filter reads its matches only.
@@ -554,7 +554,7 @@ metadata_index = Table(
 #: The metadata keys whose :data:`metadata_index` rows are complete (every checkpoint
 #: holding the key has its row): a filter on a key uses the index only when it is listed
 #: here and the saver indexes it. Migration 0006 lists the default keys
-#: (:data:`._ops.metaindex.DEFAULT_KEYS`) after indexing the stored checkpoints;
+#: (:data:`._codec.metakeys.DEFAULT_KEYS`) after indexing the stored checkpoints;
 #: :meth:`.SQLAlchemySaver.reindex_metadata` adds others.
 metadata_keys = Table(
     "lgsa_metadata_keys",

@@ -30,8 +30,8 @@ from typing import IO, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
 from langgraph.checkpoint.sqlalchemy._transfer import exportfile as _exportfile
+from langgraph.checkpoint.sqlalchemy._transfer import held as _held
 from langgraph.checkpoint.sqlalchemy._transfer import jsonl as _jsonl
 from langgraph.checkpoint.sqlalchemy._transfer.jsonl import EXPORT_FORMAT, EXPORT_VERSION
 from langgraph.checkpoint.sqlalchemy._transfer.sources import (
@@ -338,7 +338,7 @@ def copy_threads(
             if reason is not None:
                 report.refused.append(Refused(thread_id, reason))
                 continue
-            existing = target.run_read(_maintenance.checkpoint_keys, thread_id)
+            existing = target.run_read(_held.checkpoint_keys, thread_id)
             todo = [k for k in keys if k not in existing]
             handled += len(keys) - len(todo)
             if progress is not None and len(todo) < len(keys):
@@ -506,7 +506,7 @@ def import_threads(
     try:
         for thread_id, part in parts.items():
             current = thread_id
-            existing = saver.run_read(_maintenance.checkpoint_keys, thread_id)
+            existing = saver.run_read(_held.checkpoint_keys, thread_id)
             entries = _exportfile.file_entries(fp, part, existing, writer.serde)
             stored, writes = store_thread(writer, thread_id, entries)
             current = None

@@ -13,16 +13,16 @@ See :class:`SQLAlchemyStore` and docs/store.md.
 The package holds the store's implementation too. Its layers, each importing only those
 below it: :mod:`.store` (the class: its methods and lifecycle) over the reads, writes and
 loading of items (``_reads``, ``_scan``, ``_items``, ``_loading``, ``_sizes``,
-``_rounds``, ``_prepared``, ``_sweeper``) over the shapes they share (:mod:`.namespaces`,
-:mod:`.filters`, :mod:`.vectors`, :mod:`.tables`, :mod:`.config`). Below the store lie the
-saver's own layers, which it reuses: engines and runners
+``_rounds``, ``_prepared``, ``_sweeper``) over the shapes they share (:mod:`._shapes`,
+:mod:`.namespaces`, :mod:`.filters`, :mod:`.vectors`, :mod:`.tables`, :mod:`.config`).
+Below the store lie the saver's own layers, which it reuses: engines and runners
 (``langgraph.checkpoint.sqlalchemy._engine``), dialects, codec, schema and errors.
 :mod:`.official` and :mod:`.transfer` copy from the official stores.
 """
 
 from __future__ import annotations
 
-from langgraph.store.sqlalchemy._items import StoreStats
+from langgraph.store.sqlalchemy._shapes import StoreStats
 from langgraph.store.sqlalchemy.store import SQLAlchemyStore, StoredItem
 
 __all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]

@@ -1,5 +1,6 @@
-"""The store's writes and the shapes its operations share, each operation a sync function
-on a SQLAlchemy ``Connection`` (the reads are in :mod:`._reads`).
+"""The store's writes, its sweep and its totals, each operation a sync function on a
+SQLAlchemy ``Connection`` (the reads are in :mod:`._reads`, the shapes both share in
+:mod:`._shapes`).
 
 The store's sync methods run them on its sync engine, its async methods through the
 async door (``AsyncConnection.run_sync``, or a worker thread on SQLite): one
@@ -17,204 +18,34 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from itertools import groupby
 from typing import Any
 
-from langgraph.store.base import Item, MatchCondition, SearchItem
-
+from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
 from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
-from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.checkpoint.sqlalchemy.schema import read_json
-from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._sizes import by_bytes, value_sizes
-from langgraph.store.sqlalchemy.filters import Filter
+from langgraph.store.sqlalchemy._shapes import PAGE, PutRow, StoreStats, alive
+from langgraph.store.sqlalchemy._sizes import value_sizes
 from langgraph.store.sqlalchemy.tables import items, vectors
 from sqlalchemy import Connection, bindparam, delete, func, select, update
 
 __all__ = [
-    "PAGE",
-    "Batch",
-    "GetPlan",
-    "ListPlan",
-    "PutRow",
-    "SearchPlan",
-    "StoreStats",
-    "alive",
+    "MAX_TTL_MINUTES",
     "delete_expired",
     "held",
-    "item_of",
     "one_statement",
     "put_rows",
     "refresh_ttl",
-    "search_item_of",
     "stats",
 ]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
-#: Rows read a round trip while a filter the database cannot decide alone, or a
-#: vector search, goes through the candidates.
-PAGE = 500
-
-
-@dataclass(frozen=True)
-class PutRow:
-    """One item to write (``value`` None: delete it).
-
-    Attributes:
-        namespace: Stored namespace text.
-        key: The key.
-        value: The canonical JSON value, or None to delete.
-        expires_at: Seconds since the epoch, or None.
-        ttl_minutes: The item's TTL, or None.
-        vectors: ``(field, packed embedding)`` pairs that replace the item's vectors.
-        created_at: For copies: the creation time to keep (else the write's clock).
-        updated_at: For copies: the update time to keep.
-    """
-
-    namespace: str
-    key: str
-    value: dict[str, Any] | None
-    expires_at: float | None = None
-    ttl_minutes: float | None = None
-    vectors: Sequence[tuple[str, bytes]] = ()
-    created_at: float | None = None
-    updated_at: float | None = None
-
-
-@dataclass(frozen=True)
-class GetPlan:
-    """A ``GetOp``: namespace text, key, whether to refresh its TTL."""
-
-    namespace: str
-    key: str
-    refresh: bool
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding."""
-
-    prefix: str
-    filter: Filter
-    limit: int
-    offset: int
-    refresh: bool
-    text: str | None = None
-    query: Sequence[float] | None = None
-    query_blob: bytes | None = None
-
-
-@dataclass(frozen=True)
-class ListPlan:
-    """A ``ListNamespacesOp`` checked: its conditions and paging."""
-
-    conditions: tuple[MatchCondition, ...]
-    max_depth: int | None
-    limit: int
-    offset: int
-
-
-@dataclass
-class Batch:
-    """A ``batch()`` ready for the database: ``reads`` as ``(result index, plan)``."""
-
-    now: float
-    count: int = 0
-    reads: list[tuple[int, GetPlan | SearchPlan | ListPlan]] = field(default_factory=list)
-    puts: list[PutRow] = field(default_factory=list)
-
-    @property
-    def one_get(self) -> bool:
-        """Whether the batch is one ``get`` (one statement: no transaction needed)."""
-        return not self.puts and len(self.reads) == 1 and isinstance(self.reads[0][1], GetPlan)
-
-
-@dataclass(frozen=True)
-class StoreStats:
-    """What a store holds.
-
-    Attributes:
-        items: Items not expired.
-        namespaces: Distinct namespaces of those items.
-        vectors: Stored embeddings (one per embedded field of an item).
-        expired: Expired items a sweep would delete.
-    """
-
-    items: int
-    namespaces: int
-    vectors: int
-    expired: int
-
-
-def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
-
-
 #: Largest TTL an item keeps, in minutes (about 7,600 years; PostgresStore's largest,
 #: 2**31 - 1, fits): its expiry, pushed back by every read, stays a finite time inside a
 #: datetime's range (a TTL of 1e308 made the refresh ``now + ttl * 60`` overflow).
 MAX_TTL_MINUTES = 4_000_000_000
-
-#: ``expires_at`` of an item that never expires, in conditions (:func:`alive`).
-NEVER = 1e300
-
-
-def alive(now: Any) -> Any:
-    """Condition: the item has not expired at ``now`` (a value or bound parameter).
-
-    Written ``COALESCE(expires_at, NEVER) > now``, which no index serves: with ``IS
-    NULL OR >`` SQLite read the expiry index twice (``MULTI-INDEX OR``) for every search,
-    instead of the namespace's range."""
-    return func.coalesce(items.c.expires_at, NEVER) > now
-
-
-def _value(row: Any) -> dict[str, Any]:
-    value = row[2]
-    ns = namespaces.decode(row[0])
-    if not isinstance(value, dict):
-        cause = getattr(value, "error", None) or f"a JSON {type(value).__name__}, not an object"
-        raise StoreDecodeError(ns, str(row[1]), cause)
-    return value
-
-
-def _times(row: Any) -> tuple[datetime, datetime]:
-    """``created_at`` and ``updated_at`` of a row; a stored number that is no time (a
-    forged 1e300, NaN, text) is :class:`StoreDecodeError`, never ``OverflowError``."""
-    try:
-        return _when(row[3]), _when(row[4])
-    except (OverflowError, OSError, ValueError, TypeError) as e:
-        raise StoreDecodeError(
-            namespaces.decode(row[0]),
-            str(row[1]),
-            f"created_at {row[3]!r} or updated_at {row[4]!r} is not a time ({e})",
-        ) from None
-
-
-def item_of(row: Any) -> Item:
-    created, updated = _times(row)
-    return Item(
-        value=_value(row),
-        key=str(row[1]),
-        namespace=namespaces.decode(row[0]),
-        created_at=created,
-        updated_at=updated,
-    )
-
-
-def search_item_of(row: Any, score: float | None = None) -> SearchItem:
-    created, updated = _times(row)
-    return SearchItem(
-        namespace=namespaces.decode(row[0]),
-        key=str(row[1]),
-        value=_value(row),
-        created_at=created,
-        updated_at=updated,
-        score=score,
-    )
-
 
 _DELETE_VECTORS = delete(vectors).where(
     vectors.c.namespace == bindparam("b_ns"), vectors.c.key == bindparam("b_key")

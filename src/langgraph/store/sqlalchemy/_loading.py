@@ -14,7 +14,8 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, validate_op_names
 
 from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_json
 from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._items import MAX_TTL_MINUTES, PutRow
+from langgraph.store.sqlalchemy._items import MAX_TTL_MINUTES
+from langgraph.store.sqlalchemy._shapes import PutRow
 from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, texts_to_embed
 
 __all__ = ["MAX_TTL_MINUTES", "StoredItem", "item_value", "load_rows", "seconds"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from langgraph.store.base import PutOp
 
-from langgraph.store.sqlalchemy._items import Batch
+from langgraph.store.sqlalchemy._shapes import Batch
 
 __all__ = ["Prepared"]
 

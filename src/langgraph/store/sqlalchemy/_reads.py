@@ -4,7 +4,7 @@ transaction: its reads first (they see the data as it was before the batch, as
 
 Search pages newest first in the database when the filter is decided there
 (:attr:`.filters.Filter.exact`; one cached statement a filter shape, the values bound),
-else reads candidates :data:`._items.PAGE` at a time, each page after the last row of
+else reads candidates :data:`._shapes.PAGE` at a time, each page after the last row of
 the one before, and checks each with the filter's predicate (:mod:`._scan`, which also
 ranks vector searches).
 ``list_namespaces`` pages distinct namespaces in the database; with ``max_depth`` it
@@ -22,17 +22,7 @@ from typing import Any
 from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._items import (
-    PAGE,
-    Batch,
-    GetPlan,
-    ListPlan,
-    SearchPlan,
-    alive,
-    item_of,
-    put_rows,
-    refresh_ttl,
-)
+from langgraph.store.sqlalchemy._items import put_rows, refresh_ttl
 from langgraph.store.sqlalchemy._scan import (
     COLUMNS,
     NEWEST,
@@ -42,6 +32,15 @@ from langgraph.store.sqlalchemy._scan import (
     matching,
     readable,
     vector_search,
+)
+from langgraph.store.sqlalchemy._shapes import (
+    PAGE,
+    Batch,
+    GetPlan,
+    ListPlan,
+    SearchPlan,
+    alive,
+    item_of,
 )
 from langgraph.store.sqlalchemy.tables import SEPARATOR, items
 from sqlalchemy import Connection, Select, bindparam, select

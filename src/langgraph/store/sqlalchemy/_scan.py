@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.checkpoint.sqlalchemy.schema import read_json
 from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._items import PAGE, SearchPlan, alive, search_item_of
+from langgraph.store.sqlalchemy._shapes import PAGE, SearchPlan, alive, search_item_of
 from langgraph.store.sqlalchemy.tables import items, vectors
 from langgraph.store.sqlalchemy.vectors import cosine_scores
 from sqlalchemy import Connection, Select, and_, bindparam, exists, func, not_, select

@@ -1,6 +1,7 @@
 """Sizes of the store's writes: each item value checked against the store's cap before
 anything is written, and multi-row statements kept under what a server takes in one
-packet (:func:`._items.put_rows`).
+packet (:func:`._items.put_rows`, in runs cut by
+:func:`langgraph.checkpoint.sqlalchemy._codec.batching.by_bytes`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from langgraph.checkpoint.sqlalchemy.errors import StoreRequestError
 from langgraph.store.sqlalchemy import namespaces
 from sqlalchemy import Connection
 
-__all__ = ["BATCH_BYTES", "MAX_VALUE_BYTES", "by_bytes", "value_sizes"]
+__all__ = ["BATCH_BYTES", "MAX_VALUE_BYTES", "value_sizes"]
 
 #: Largest item value, in bytes of its JSON text, on every dialect; on MySQL/MariaDB
 #: also what the server takes in one statement, escaped (``max_allowed_packet``, read
@@ -69,20 +70,3 @@ def _too_large(row: Any, size: str, cap: int, server: int | None) -> StoreReques
         "(a file or object store) with a reference in the item, or split it into several "
         "items. Nothing was written."
     )
-
-
-def by_bytes(rows: Sequence[tuple[dict[str, Any], int]], budget: int) -> list[list[Any]]:
-    """The rows (with their sizes) in runs of at most ``budget`` bytes each (a larger
-    row alone), so that no multi-row statement outgrows a server's packet."""
-    parts: list[list[Any]] = []
-    part: list[Any] = []
-    size = 0
-    for row, n in rows:
-        if part and size + n > budget:
-            parts.append(part)
-            part, size = [], 0
-        part.append(row)
-        size += n
-    if part:
-        parts.append(part)
-    return parts

@@ -45,7 +45,10 @@ from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, StoreRequestError
 from langgraph.store.sqlalchemy import _items, _reads, namespaces
-from langgraph.store.sqlalchemy._items import (
+from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
+from langgraph.store.sqlalchemy._prepared import Prepared
+from langgraph.store.sqlalchemy._rounds import Rounds
+from langgraph.store.sqlalchemy._shapes import (
     Batch,
     GetPlan,
     ListPlan,
@@ -53,9 +56,6 @@ from langgraph.store.sqlalchemy._items import (
     SearchPlan,
     StoreStats,
 )
-from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
-from langgraph.store.sqlalchemy._prepared import Prepared
-from langgraph.store.sqlalchemy._rounds import Rounds
 from langgraph.store.sqlalchemy._sweeper import TTLSweepers
 from langgraph.store.sqlalchemy.filters import compile_filter
 from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, texts_to_embed

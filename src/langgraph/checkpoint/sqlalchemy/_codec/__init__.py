@@ -1,10 +1,13 @@
 """The codec layer: pure Python between a call's arguments and the rows of the tables.
 
-Argument and config checks (:mod:`.ids`, :mod:`.rows`), the encoding of checkpoints into
-rows and of rows back into ``CheckpointTuple`` objects (:mod:`.rows`, :mod:`.inline`,
-:mod:`.valuecache`), the shape checks of rows read back (:mod:`.damage`), the one JSON
-form of metadata (:mod:`.canonical`), the serializers that never run stored code
-(:mod:`.strict`, :mod:`.opaque`) and URLs shown without secrets (:mod:`.display`).
+Argument and config checks (:mod:`.configs`), the encoding of checkpoints into rows and
+of rows back into ``CheckpointTuple`` objects (:mod:`.rows`, :mod:`.inline`,
+:mod:`.valuecache`) and the records the operations hand over (:mod:`.records`), the
+shape checks of rows read back (:mod:`.damage`), the one JSON form of metadata
+(:mod:`.canonical`), the metadata index's keys and values (:mod:`.metakeys`), threads as
+listed and the times in checkpoint ids (:mod:`.threadinfo`), the serializers that never
+run stored code (:mod:`.strict`, :mod:`.opaque`) and URLs shown without secrets
+(:mod:`.display`).
 
 May import: :mod:`..schema`, :mod:`..errors`, the standard library, SQLAlchemy's types
 and LangGraph. Never an engine, an operation, a plan or a dialect module: nothing here

@@ -1,22 +1,22 @@
-"""The codec: configs checked, checkpoints turned into rows and rows into tuples.
+"""The codec: checkpoints turned into rows and rows into tuples.
 
-No database here. The saver checks a call's config with the functions of this module,
-encodes what it stores with :class:`Codec` (rows ready for :mod:`._ops.checkpoints`), runs the
-operation, and decodes the records the operation read back into ``CheckpointTuple``
-objects, after the connection went back to the pool.
+No database here. The saver checks a call's config (:mod:`._codec.configs`), encodes what
+it stores with :class:`Codec` (rows ready for :mod:`._ops.checkpoints`), runs the
+operation, and decodes the records the operation read back
+(:mod:`._codec.records`) into ``CheckpointTuple`` objects, after the connection went
+back to the pool.
 
 The names are public (no underscore) because the module itself is private: it serves
-the saver and :mod:`.transfer`. One cohesive thing, hence its length: everything between
-a call's arguments and the rows the operations take or give, both ways.
+the saver and :mod:`.transfer`.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-import re
+import random
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,225 +34,42 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec import opaque as _opaque
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
-from langgraph.checkpoint.sqlalchemy._codec.canonical import (
-    MAX_FILTER_KEYS,
-    TooDeepError,
-    canonical_json,
+from langgraph.checkpoint.sqlalchemy._codec.canonical import TooDeepError, canonical_json
+from langgraph.checkpoint.sqlalchemy._codec.configs import (
+    ConfigMetadata,
+    SaverOptions,
+    check_channel,
+    check_stored_channel,
+    checkpoint_config,
+    checkpoint_key,
+    own_id,
+    text_id,
 )
 from langgraph.checkpoint.sqlalchemy._codec.damage import write_damage
-from langgraph.checkpoint.sqlalchemy._codec.ids import check_text, text_id
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, index_rows
+from langgraph.checkpoint.sqlalchemy._codec.records import (
+    ChannelHistory,
+    CheckpointRecord,
+    CheckpointRows,
+    PendingWrite,
+)
 from langgraph.checkpoint.sqlalchemy._codec.valuecache import ValueCache
-from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
-from langgraph.checkpoint.sqlalchemy._ops import history as _history
-from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
-from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
-from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import (
-    CheckpointClockSkewError,
     CheckpointConfigError,
     CheckpointDecodeError,
     CheckpointMetadataError,
 )
 from langgraph.checkpoint.sqlalchemy.schema import (
-    CHANNEL_MAX_LENGTH,
-    CHECKPOINT_NS_MAX_LENGTH,
     ID_MAX_LENGTH,
-    THREAD_ID_MAX_LENGTH,
-    checkpoints,
     promoted_source,
     promoted_step,
     run_key,
     stored_full,
 )
-from sqlalchemy.sql.elements import ColumnElement
+
+__all__ = ["Codec", "next_version"]
 
 logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
-
-# -- config checks ----------------------------------------------------------------------
-
-
-def check_channel(channel: str) -> None:
-    """Refuse a channel name databases cannot store.
-
-    Raises:
-        CheckpointConfigError: Not a string, or holding a NUL or a lone surrogate.
-    """
-    # As for ids: PostgreSQL text (and JSONB keys) cannot hold NUL, and no driver encodes
-    # a lone surrogate; refuse both on every dialect rather than fail with a driver error
-    # on some and store on others.
-    if not isinstance(channel, str):
-        raise CheckpointConfigError(f"channel names must be strings, got {type(channel).__name__}.")
-    if "\x00" in channel or not encodable(channel):
-        raise CheckpointConfigError(
-            f"channel name {channel[:40]!r} contains a NUL character or a lone surrogate, "
-            "which databases cannot store; rename the channel."
-        )
-
-
-def encodable(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def namespace(value: Any) -> str:
-    """A ``checkpoint_ns``, checked; None is ``""``.
-
-    Raises:
-        CheckpointConfigError: Not a string, unstorable text, or longer than the column.
-    """
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise CheckpointConfigError(
-            f"config['configurable']['checkpoint_ns'] must be a string, got {type(value).__name__}."
-        )
-    check_text(value, "checkpoint_ns")
-    if len(value) > CHECKPOINT_NS_MAX_LENGTH:
-        raise CheckpointConfigError(
-            f"checkpoint_ns is {len(value)} characters long; the limit is "
-            f"{CHECKPOINT_NS_MAX_LENGTH} (subgraphs nested too deep to store)."
-        )
-    return value
-
-
-def configurable(config: RunnableConfig | None) -> dict[str, Any]:
-    """``config['configurable']`` (``{}`` when absent).
-
-    Raises:
-        CheckpointConfigError: ``config`` or its ``configurable`` is not a dict.
-    """
-    if not isinstance(config, dict):
-        raise CheckpointConfigError(f"config must be a dict, got {type(config).__name__}.")
-    found = config.get("configurable")
-    if found is None:
-        return {}
-    if not isinstance(found, dict):
-        raise CheckpointConfigError("config['configurable'] must be a dict.")
-    return found
-
-
-def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """``(thread_id, checkpoint_ns, checkpoint_id or None)`` of a config (LangGraph rules:
-    thread_id required; checkpoint_ns defaults to ""; an empty checkpoint_id means latest).
-    """
-    c = configurable(config)
-    thread_id = text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
-    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
-    return cast(str, thread_id), namespace(c.get("checkpoint_ns")), checkpoint_id
-
-
-def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
-    """The config of one checkpoint."""
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
-
-
-def id_list(values: Sequence[str], name: str) -> list[str]:
-    """A list of ids as strings.
-
-    Raises:
-        TypeError: ``values`` is a bare string (a list of its characters was not meant).
-    """
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a list of ids, not a single string: use [{values!r}]")
-    return [str(v) for v in values]
-
-
-def run_keys(run_ids: Sequence[str]) -> list[str]:
-    """The ``run_id`` column values of run ids (:func:`.schema.run_key`).
-
-    Raises:
-        TypeError: ``run_ids`` is a bare string.
-    """
-    if isinstance(run_ids, (str, bytes)):
-        raise TypeError(f"run_ids must be a list of ids, not a single string: use [{run_ids!r}]")
-    return [k for k in (run_key(r) for r in run_ids) if k is not None]
-
-
-def check_inline_limit(value: Any) -> int:
-    """The saver's ``inline_limit``, checked.
-
-    Raises:
-        ValueError: Not an int from 0 to :data:`._codec.inline.INLINE_VALUE_LIMIT`.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"inline_limit must be an int (bytes), got {value!r}")
-    if not 0 <= value <= _inline.INLINE_VALUE_LIMIT:
-        raise ValueError(
-            f"inline_limit must be from 0 to {_inline.INLINE_VALUE_LIMIT} bytes, got {value}"
-        )
-    return value
-
-
-def _own_id(checkpoint: Checkpoint, parent_id: str | None) -> str:
-    checkpoint_id = text_id(checkpoint.get("id"), "id", ID_MAX_LENGTH, required=True)
-    assert checkpoint_id is not None
-    if checkpoint_id == parent_id:
-        raise CheckpointConfigError(
-            f"checkpoint {checkpoint_id!r} names itself as its parent "
-            "(config['configurable']['checkpoint_id']); pass the parent's id."
-        )
-    return checkpoint_id
-
-
-#: A time-ordered UUID (version 6 or 7) as text: such ids sort by time, byte for byte and
-#: in every database's collation (same dashes, lower-case hex).
-_TIME_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[67][0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def check_child_order(checkpoint_id: str, parent_id: str | None) -> None:
-    """Refuse a checkpoint that would sort at or below its parent (clock skew).
-
-    Only for time-ordered UUIDs on both sides (LangGraph's own ids): other ids carry no
-    order the saver could check.
-
-    Raises:
-        CheckpointClockSkewError: ``checkpoint_id`` sorts before ``parent_id``.
-    """
-    if (
-        parent_id
-        and checkpoint_id < parent_id
-        and _TIME_UUID.match(checkpoint_id)
-        and _TIME_UUID.match(parent_id)
-    ):
-        raise CheckpointClockSkewError(checkpoint_id, parent_id)
-
-
-#: Which keys of ``config["metadata"]`` and ``config["configurable"]`` LangGraph's
-#: ``get_checkpoint_metadata`` may copy into stored metadata: True all (its default),
-#: else these (none: only the metadata passed to ``put``).
-ConfigMetadata = Literal[True] | frozenset[str]
-
-
-def config_metadata_keys(value: object) -> ConfigMetadata:
-    """The saver's ``config_metadata`` argument checked: True, False (no key) or a
-    collection of key names.
-
-    Raises:
-        ValueError: Anything else (a single string too: name its keys in a list).
-    """
-    if value is True:
-        return True
-    if value is False:
-        return frozenset()
-    if isinstance(value, Collection) and not isinstance(value, (str, bytes)):
-        keys = frozenset(value)
-        if all(isinstance(k, str) for k in keys):
-            return keys
-    raise ValueError(
-        "config_metadata must be True (copy config['metadata'] and scalar "
-        "config['configurable'] values into checkpoint metadata, LangGraph's default), "
-        f"False (copy none) or a list of the keys to copy, not {value!r}"
-    )
 
 
 def _metadata_source(config: RunnableConfig, keys: ConfigMetadata) -> RunnableConfig:
@@ -283,32 +100,15 @@ def _metadata_json(
         ) from e
 
 
-def _check_stored_channel(channel: str) -> None:
-    check_channel(channel)
-    if len(channel) > CHANNEL_MAX_LENGTH:
-        raise CheckpointConfigError(
-            f"channel name {channel[:40]!r}... is {len(channel)} characters long; "
-            f"the limit is {CHANNEL_MAX_LENGTH}."
-        )
-
-
-@dataclass
-class PendingWrite:
-    """A pending write as transfer reads it from a source and stores it.
-
-    Attributes:
-        task_id: The task.
-        task_path: Its path ("" when the source does not store it).
-        channel: The channel written.
-        idx: Its index within the task, or None when the source does not store it.
-        value: The value, decoded.
-    """
-
-    task_id: str
-    task_path: str
-    channel: str
-    idx: int | None
-    value: Any
+def next_version(current: str | int | None) -> str:
+    """The channel version after ``current`` (see ``SQLAlchemySaver.get_next_version``)."""
+    if current is None:
+        n = 0
+    elif isinstance(current, int):
+        n = current
+    else:
+        n = int(str(current).split(".")[0])
+    return f"{n + 1:032}.{random.random():016}"
 
 
 class Codec:
@@ -316,13 +116,14 @@ class Codec:
 
     Args:
         serde: The saver's serializer.
-        st: The saver's statements (its query builder checks metadata filters).
-        inline_limit: Largest serialised value stored in the checkpoint row.
+        options: The saver's ``inline_limit`` (largest serialised value stored in the
+            checkpoint row), ``config_metadata`` (the config keys ``put`` copies into the
+            stored metadata) and ``metadata_index_keys`` (the keys ``put`` writes index
+            rows for, see :mod:`._codec.metakeys`), checked
+            (:func:`._codec.configs.saver_options`).
+        metadata_index_rows: Whether the dialect keeps index rows at all
+            (:attr:`.QueryBuilder.metadata_index_rows`; PostgreSQL does not).
         strict: Decode with :mod:`._codec.strict` (the saver's ``strict_decode``).
-        config_metadata: Which config keys ``put`` copies into the stored metadata (the
-            saver's ``config_metadata``, see :func:`config_metadata_keys`).
-        index_keys: Metadata keys ``put`` writes index rows for, where the dialect keeps
-            them (the saver's ``metadata_index_keys``, see :mod:`._ops.metaindex`).
 
     Attributes:
         values: The bytes of values serialised by earlier puts, so that an unchanged
@@ -332,21 +133,19 @@ class Codec:
     def __init__(
         self,
         serde: SerializerProtocol,
-        st: _ops.Statements,
+        options: SaverOptions,
+        metadata_index_rows: bool,
         *,
-        inline_limit: int,
         strict: bool,
-        config_metadata: ConfigMetadata = True,
-        index_keys: tuple[str, ...] = _metaindex.DEFAULT_KEYS,
     ) -> None:
         self.serde = serde  # (sets _opaque)
-        self.st = st
-        self.inline_limit = inline_limit
+        self.metadata_index_rows = metadata_index_rows
+        self.inline_limit = options.inline_limit
         self.strict = strict
-        self.config_metadata = config_metadata
-        self.index_keys = index_keys
+        self.config_metadata = options.config_metadata
+        self.index_keys = options.index_keys
         # Where the dialect keeps index rows: the keys put writes them for.
-        self._row_keys = index_keys if st.qb.metadata_index_rows else ()
+        self._row_keys = self.index_keys if metadata_index_rows else ()
         self.values = ValueCache()
 
     @property
@@ -367,20 +166,17 @@ class Codec:
         (read by ``setup()``), which a writer without them in its ``metadata_index_keys``
         (the CLI's ``import`` and ``copy``, a process not yet redeployed) would leave
         incomplete, hiding its checkpoints from filters through the index."""
-        wider = set(self.index_keys).union(k for k in keys if k not in _metaindex.COLUMN_KEYS)
+        wider = set(self.index_keys).union(k for k in keys if k not in COLUMN_KEYS)
         self.index_keys = tuple(sorted(wider))
-        self._row_keys = self.index_keys if self.st.qb.metadata_index_rows else ()
+        self._row_keys = self.index_keys if self.metadata_index_rows else ()
 
     def with_serde(self, serde: SerializerProtocol, *, strict: bool) -> Codec:
         """A codec like this one with another serializer (its own value cache)."""
-        return Codec(
-            serde,
-            self.st,
-            inline_limit=self.inline_limit,
-            strict=strict,
-            config_metadata=self.config_metadata,
-            index_keys=self.index_keys,
-        )
+        clone = copy.copy(self)
+        clone.serde = serde  # (sets _opaque)
+        clone.strict = strict
+        clone.values = ValueCache()
+        return clone
 
     # -- decoding -------------------------------------------------------------------------
 
@@ -395,7 +191,7 @@ class Codec:
             return _strict.loads(self.serde, type_, data if data is not None else b"")
         return self.serde.loads_typed((type_, data if data is not None else b""))
 
-    def to_tuple(self, rec: _ops.CheckpointRecord) -> CheckpointTuple:
+    def to_tuple(self, rec: CheckpointRecord) -> CheckpointTuple:
         """Decode a record.
 
         Raises:
@@ -414,7 +210,7 @@ class Codec:
         except Exception as e:  # a forged row no check above foresaw: still typed
             raise CheckpointDecodeError(*key, "row", f"{type(e).__name__}: {e}") from e
 
-    def _decoded(self, rec: _ops.CheckpointRecord, key: tuple[str, str, str]) -> CheckpointTuple:
+    def _decoded(self, rec: CheckpointRecord, key: tuple[str, str, str]) -> CheckpointTuple:
         row = rec.row
 
         def load(part: str, type_: str, data: bytes | None) -> Any:
@@ -457,7 +253,7 @@ class Codec:
             pending_writes=pending,
         )
 
-    def listed(self, rec: _ops.CheckpointRecord) -> CheckpointTuple | None:
+    def listed(self, rec: CheckpointRecord) -> CheckpointTuple | None:
         """A listed record decoded, or None (logged) when it cannot be: one damaged row
         must not hide a thread's whole history."""
         try:
@@ -468,7 +264,7 @@ class Codec:
 
     def histories(
         self,
-        raw: Mapping[str, _history.ChannelHistory],
+        raw: Mapping[str, ChannelHistory],
         channels: Sequence[str],
         thread_id: str,
         checkpoint_ns: str,
@@ -539,7 +335,7 @@ class Codec:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[_ops.CheckpointRows, RunnableConfig]:
+    ) -> tuple[CheckpointRows, RunnableConfig]:
         """The rows that store a checkpoint (``put``), and the config of the checkpoint.
 
         Raises:
@@ -547,7 +343,7 @@ class Codec:
             CheckpointMetadataError: Metadata that is not JSON.
         """
         thread_id, checkpoint_ns, parent_id = checkpoint_key(config)
-        checkpoint_id = _own_id(checkpoint, parent_id)
+        checkpoint_id = own_id(checkpoint, parent_id)
         meta = _metadata_json(config, metadata, self.config_metadata)
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions", {})
@@ -571,8 +367,8 @@ class Codec:
             "value_versions": {ch: str(v) for ch, v in versions.items() if ch in values},
             "inline_values": _inline.pack(inline),
         }
-        indexed = _metaindex.index_rows(checkpoint_row, self._row_keys) if self._row_keys else ()
-        rows = _ops.CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed)
+        indexed = index_rows(checkpoint_row, self._row_keys) if self._row_keys else ()
+        rows = CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed)
         return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _place_values(
@@ -593,7 +389,7 @@ class Codec:
         for channel, value in values.items():
             if channel not in versions:
                 continue  # no version: nothing can reference the value
-            _check_stored_channel(channel)
+            check_stored_channel(channel)
             key = (thread_id, checkpoint_ns, channel)
             version = versions[channel]
             hit = cache.get(key, version, value)
@@ -687,95 +483,3 @@ class Codec:
                     r["idx"] = counters.get(r["task_id"], 0)
                     counters[r["task_id"]] = r["idx"] + 1
         return write_rows
-
-    def list_query(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-    ) -> _listing.ListQuery:
-        """The conditions of a ``list()`` call, checked before any query runs.
-
-        Raises:
-            CheckpointConfigError: A config without ``thread_id`` or with bad ids.
-            CheckpointMetadataError: A filter that is not a dict of JSON values.
-        """
-        where, order = _thread_where(config, self.st.qb) if config is not None else ([], ())
-        if before is not None:
-            before_id = text_id(
-                configurable(before).get("checkpoint_id"),
-                "checkpoint_id",
-                ID_MAX_LENGTH,
-                required=True,
-            )
-            where.append(checkpoints.c.checkpoint_id < before_id)
-        if filter:
-            return replace(
-                self._filtered(where, filter), order=order, across_threads=config is None
-            )
-        return _listing.ListQuery(tuple(where), order=order, across_threads=config is None)
-
-    def _filtered(
-        self, where: list[ColumnElement[bool]], filter: dict[str, Any]
-    ) -> _listing.ListQuery:
-        if not isinstance(filter, dict):
-            raise CheckpointMetadataError(
-                "filter must be a dict of metadata keys to JSON values, got "
-                f"{type(filter).__name__}."
-            )
-        if len(filter) > MAX_FILTER_KEYS:
-            raise CheckpointMetadataError(
-                f"a metadata filter has {len(filter)} keys; the limit is {MAX_FILTER_KEYS} "
-                "(each key is one condition of the query, and SQLite refuses about 1,000). "
-                "Filter on fewer keys and check the rest in Python on the listed tuples."
-            )
-        json_filters = []
-        for key, value in filter.items():
-            try:
-                # Refuse a bad filter before any query runs.
-                self.st.qb.check_filter(key, value)
-            except (TypeError, ValueError) as e:
-                raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
-            # The promoted columns answer LangGraph's own keys exactly (same JSON
-            # semantics); other keys and values query the JSON document.
-            if key == "source" and (source := promoted_source(value)) is not None:
-                where.append(checkpoints.c.source == canonical_json(source))
-            elif key == "step" and (step := promoted_step(value)) is not None:
-                where.append(checkpoints.c.step == step)
-            else:
-                if key == "run_id" and isinstance(value, str):
-                    # The indexed run_id column holds every string run id (rechecked:
-                    # a long one is a digest).
-                    where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
-                json_filters.append((key, value))
-        return _listing.ListQuery(
-            tuple(where), tuple(json_filters), index_keys=frozenset(self.index_keys)
-        )
-
-
-def _thread_where(
-    config: RunnableConfig, qb: QueryBuilder
-) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
-    """Conditions of a ``list()`` config (its thread, namespace and checkpoint) and, when
-    it names one namespace, the order the dialect lists one namespace in (else ``()``:
-    the listing's default order)."""
-    where: list[ColumnElement[bool]] = []
-    order: tuple[Any, ...] = ()
-    c = configurable(config)
-    thread_id = cast(
-        str, text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
-    )
-    if c.get("checkpoint_ns") is not None:
-        ns = namespace(c["checkpoint_ns"])
-        where, order = qb.one_namespace(checkpoints, thread_id, ns)
-        if stored_full(ns) is not None:
-            where.append(checkpoints.c.checkpoint_ns_full == ns)
-    else:
-        where.append(checkpoints.c.thread_id == thread_id)
-    if stored_full(thread_id) is not None:
-        # A digest key is never trusted alone: the text must match too.
-        where.append(checkpoints.c.thread_id_full == thread_id)
-    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
-    if checkpoint_id:
-        where.append(checkpoints.c.checkpoint_id == checkpoint_id)
-    return where, order

@@ -45,6 +45,7 @@ __all__ = [
     "OUR_STRICT_ENV",
     "NotRebuiltError",
     "loads",
+    "saver_serde",
     "strict_serde",
     "strict_setting",
 ]
@@ -260,3 +261,25 @@ def loads(serde: SerializerProtocol, type_: str, data: bytes) -> Any:
         if failures:
             raise failures[0] from None
         raise
+
+
+def saver_serde(
+    serde: SerializerProtocol | None,
+    strict: bool | None,
+    allowed: Iterable[tuple[str, ...] | type] | None,
+) -> tuple[bool, SerializerProtocol | None]:
+    """The saver's strict mode (:func:`strict_setting`) and its serializer: the strict one
+    (:func:`strict_serde`) in strict mode, else ``serde`` as given.
+
+    Raises:
+        ValueError: An unknown ``LANGGRAPH_CHECKPOINT_STRICT``, a serializer strict mode
+            refuses, or ``allowed`` without strict mode.
+    """
+    if strict_setting(strict):
+        return True, strict_serde(serde, allowed)
+    if allowed is not None:
+        raise ValueError(
+            "allowed_msgpack_modules applies to strict mode: pass strict=True (or set "
+            f"{OUR_STRICT_ENV}=1 or LANGGRAPH_STRICT_MSGPACK=true)"
+        )
+    return False, serde

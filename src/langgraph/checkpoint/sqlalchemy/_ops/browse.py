@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo, checkpoint_time
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements, chunks
-from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo, checkpoint_time
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointConfigError
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, full_name, name_key, writes
 from sqlalchemy import Connection, Select, distinct, func, or_, select
@@ -81,7 +81,7 @@ def list_threads(
         limit: Page size (None: all).
         offset: Threads skipped (O(offset): they are walked).
         idle_before: Only threads whose newest checkpoint id sorts below this id
-            (:func:`._ops.threads.id_at` of a cutoff time).
+            (:func:`._codec.threadinfo.id_at` of a cutoff time).
         after: The previous page's last thread (:func:`._plans.browse.cursor`): only
             threads after it.
 

@@ -21,11 +21,12 @@ sync methods and through ``run_sync`` by the async ones.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec.damage import checked_versions
+from langgraph.checkpoint.sqlalchemy._codec.records import ChannelHistory
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointDecodeError, CheckpointHistoryError
 from langgraph.checkpoint.sqlalchemy.schema import (
@@ -80,23 +81,6 @@ class ChainRow:
     depth: int
     value_versions: dict[str, str]
     damaged: str | None = None
-
-
-@dataclass
-class ChannelHistory:
-    """Raw history of one channel: its writes and its seed, undecoded.
-
-    Attributes:
-        writes: ``(depth, task_path, task_id, idx, type, blob, checkpoint_id)``, in no
-            order.
-        seed: ``(type, blob)`` of the nearest stored value, or None when the walk
-            reached the root without one.
-        seed_id: The checkpoint whose value the seed is ("" without a seed).
-    """
-
-    writes: list[tuple[int, str, str, int, str, bytes | None, str]] = field(default_factory=list)
-    seed: tuple[str, bytes | None] | None = None
-    seed_id: str = ""
 
 
 def history(

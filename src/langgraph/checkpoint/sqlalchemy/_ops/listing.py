@@ -1,4 +1,5 @@
-"""One page of ``list()``: the checkpoint rows of a listing, their values and writes.
+"""``list()``: its conditions (:func:`list_query`) and one page of it, the checkpoint
+rows of a listing, their values and writes (:func:`list_page`).
 
 Runs on a connection as the operations of :mod:`._ops.checkpoints` do (three statements a page,
 inside one read transaction); the plan of ``list()`` (:class:`._plans.methods.Pages`) yields a
@@ -7,23 +8,36 @@ page once its connection went back to the pool.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from langgraph.checkpoint.sqlalchemy._codec.canonical import scalar_as_stored
-from langgraph.checkpoint.sqlalchemy._ops.checkpoints import (
-    CHECKPOINT_COLUMNS,
-    BlobKey,
-    CheckpointKey,
-    CheckpointRecord,
-    Statements,
-    chunks,
+from langgraph.checkpoint.sqlalchemy._codec.canonical import (
+    MAX_FILTER_KEYS,
+    canonical_json,
+    scalar_as_stored,
 )
-from langgraph.checkpoint.sqlalchemy.schema import checkpoints
+from langgraph.checkpoint.sqlalchemy._codec.configs import configurable, namespace, text_id
+from langgraph.checkpoint.sqlalchemy._codec.records import BlobKey, CheckpointKey, CheckpointRecord
+from langgraph.checkpoint.sqlalchemy._ops.checkpoints import CHECKPOINT_COLUMNS, Statements, chunks
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.errors import CheckpointMetadataError
+from langgraph.checkpoint.sqlalchemy.schema import (
+    ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    checkpoints,
+    promoted_source,
+    promoted_step,
+    run_key,
+    stored_full,
+)
 from sqlalchemy import Connection, Select, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["ListQuery", "list_page"]
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+__all__ = ["ListQuery", "list_page", "list_query"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,108 @@ class ListQuery:
     order: tuple[Any, ...] = ()
     index_keys: frozenset[str] = frozenset()
     across_threads: bool = False
+
+
+def list_query(
+    qb: QueryBuilder,
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    index_keys: Collection[str] = (),
+) -> ListQuery:
+    """The conditions of a ``list()`` call, checked before any query runs.
+
+    Args:
+        qb: The saver's query builder (its order for one namespace, its filter checks).
+        config: ``list()``'s config: None for every thread.
+        filter: Its metadata filter.
+        before: Its ``before`` config.
+        index_keys: The metadata keys the saver indexes (:attr:`ListQuery.index_keys`).
+
+    Raises:
+        CheckpointConfigError: A config without ``thread_id`` or with bad ids.
+        CheckpointMetadataError: A filter that is not a dict of JSON values.
+    """
+    where, order = _thread_where(config, qb) if config is not None else ([], ())
+    if before is not None:
+        before_id = text_id(
+            configurable(before).get("checkpoint_id"),
+            "checkpoint_id",
+            ID_MAX_LENGTH,
+            required=True,
+        )
+        where.append(checkpoints.c.checkpoint_id < before_id)
+    across = config is None
+    if not filter:
+        return ListQuery(tuple(where), order=order, across_threads=across)
+    filters = _filtered(qb, where, filter)
+    keys = frozenset(index_keys)
+    return ListQuery(tuple(where), filters, order, index_keys=keys, across_threads=across)
+
+
+def _filtered(
+    qb: QueryBuilder, where: list[ColumnElement[bool]], filter: dict[str, Any]
+) -> tuple[tuple[str, Any], ...]:
+    """The JSON filters of ``filter``, checked; the conditions the promoted columns
+    answer go into ``where``."""
+    if not isinstance(filter, dict):
+        raise CheckpointMetadataError(
+            f"filter must be a dict of metadata keys to JSON values, got {type(filter).__name__}."
+        )
+    if len(filter) > MAX_FILTER_KEYS:
+        raise CheckpointMetadataError(
+            f"a metadata filter has {len(filter)} keys; the limit is {MAX_FILTER_KEYS} "
+            "(each key is one condition of the query, and SQLite refuses about 1,000). "
+            "Filter on fewer keys and check the rest in Python on the listed tuples."
+        )
+    json_filters = []
+    for key, value in filter.items():
+        try:
+            # Refuse a bad filter before any query runs.
+            qb.check_filter(key, value)
+        except (TypeError, ValueError) as e:
+            raise CheckpointMetadataError(f"invalid metadata filter {key!r}: {e}") from e
+        # The promoted columns answer LangGraph's own keys exactly (same JSON
+        # semantics); other keys and values query the JSON document.
+        if key == "source" and (source := promoted_source(value)) is not None:
+            where.append(checkpoints.c.source == canonical_json(source))
+        elif key == "step" and (step := promoted_step(value)) is not None:
+            where.append(checkpoints.c.step == step)
+        else:
+            if key == "run_id" and isinstance(value, str):
+                # The indexed run_id column holds every string run id (rechecked:
+                # a long one is a digest).
+                where.append(checkpoints.c.run_id == run_key(value.replace("\x00", "")))
+            json_filters.append((key, value))
+    return tuple(json_filters)
+
+
+def _thread_where(
+    config: RunnableConfig, qb: QueryBuilder
+) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
+    """Conditions of a ``list()`` config (its thread, namespace and checkpoint) and, when
+    it names one namespace, the order the dialect lists one namespace in (else ``()``:
+    the listing's default order)."""
+    where: list[ColumnElement[bool]] = []
+    order: tuple[Any, ...] = ()
+    c = configurable(config)
+    thread_id = cast(
+        str, text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
+    )
+    if c.get("checkpoint_ns") is not None:
+        ns = namespace(c["checkpoint_ns"])
+        where, order = qb.one_namespace(checkpoints, thread_id, ns)
+        if stored_full(ns) is not None:
+            where.append(checkpoints.c.checkpoint_ns_full == ns)
+    else:
+        where.append(checkpoints.c.thread_id == thread_id)
+    if stored_full(thread_id) is not None:
+        # A digest key is never trusted alone: the text must match too.
+        where.append(checkpoints.c.thread_id_full == thread_id)
+    checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
+    if checkpoint_id:
+        where.append(checkpoints.c.checkpoint_id == checkpoint_id)
+    return where, order
 
 
 def _page_select(

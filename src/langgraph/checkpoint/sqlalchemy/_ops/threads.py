@@ -1,4 +1,4 @@
-"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, thread locks.
+"""Operator operations: prune, copy_thread, delete_for_runs, blob clean-up, reindex_metadata.
 
 Sync functions on a ``Connection`` inside the caller's transaction, like :mod:`._ops.checkpoints`;
 the saver runs them directly (sync) or through ``run_sync`` (async).
@@ -7,11 +7,7 @@ the saver runs them directly (sync) or through ``run_sync`` (async).
 from __future__ import annotations
 
 import logging
-import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy._codec.damage import checked_versions
@@ -22,9 +18,7 @@ from langgraph.checkpoint.sqlalchemy.errors import ThreadNotEmptyError
 from langgraph.checkpoint.sqlalchemy.schema import (
     blobs,
     checkpoints,
-    full_name,
     metadata_index,
-    name_key,
     read_json,
     stored_full,
     writes,
@@ -265,53 +259,6 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
             _delete_orphans(conn, st, t, stored_blobs[t])
 
 
-# -- browsing: threads and storage, from columns only (no checkpoint is decoded) ----------
-
-_UUID_EPOCH_OFFSET = 0x01B21DD213814000  # 100-ns intervals from 1582-10-15 to 1970-01-01
-
-
-def checkpoint_time(checkpoint_id: str) -> datetime | None:
-    """When a checkpoint was created, read from its id: LangGraph's ids are UUIDv6,
-    whose leading 60 bits are a 100-ns timestamp. None for an id of another form."""
-    try:
-        value = uuid.UUID(checkpoint_id)
-    except (ValueError, AttributeError, TypeError):
-        return None
-    if value.version != 6:
-        return None
-    ticks = ((value.int >> 80) << 12) | ((value.int >> 64) & 0x0FFF)
-    return datetime.fromtimestamp((ticks - _UUID_EPOCH_OFFSET) / 1e7, tz=timezone.utc)
-
-
-def id_at(moment: datetime) -> str:
-    """The smallest UUIDv6 checkpoint id of ``moment``: ids created before it sort below
-    it (LangGraph's ids are UUIDv6, which sort by creation time as text)."""
-    ticks = max(int(moment.timestamp() * 1e7) + _UUID_EPOCH_OFFSET, 0)  # 1582 at the least
-    value = ((ticks >> 12) & 0xFFFFFFFFFFFF) << 80 | (ticks & 0x0FFF) << 64 | 6 << 76
-    return str(uuid.UUID(int=value))
-
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    """One thread as :meth:`.SQLAlchemySaver.list_threads` reports it.
-
-    Attributes:
-        thread_id: The thread.
-        checkpoints: Number of checkpoints, all namespaces.
-        namespaces: Number of distinct ``checkpoint_ns`` (1 without subgraphs).
-        last_checkpoint_id: Its newest checkpoint id.
-        last_activity: Creation time of that checkpoint (from its UUIDv6 id), or None.
-        bytes: Serialised bytes stored for the thread: checkpoints, values, writes.
-    """
-
-    thread_id: str
-    checkpoints: int
-    namespaces: int
-    last_checkpoint_id: str
-    last_activity: datetime | None
-    bytes: int
-
-
 def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> list[str]:
     """Index the stored checkpoints for the ``keys`` that :data:`.schema.metadata_keys`
     does not list yet, and list them (:func:`._ops.metaindex.backfill`): after this, filters
@@ -327,65 +274,3 @@ def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> l
     if todo:
         _metaindex.backfill(conn, st.put_metadata_index, todo)
     return todo
-
-
-# -- transfer: what our tables hold of a copied thread ------------------------------------
-
-WriteKeys = Counter[tuple[str, str, str, str]]
-"""``(checkpoint_ns, checkpoint_id, task_id, channel)`` of pending writes, counted."""
-
-
-def checkpoint_keys(conn: Connection, thread_id: str) -> set[tuple[str, str]]:
-    """``(checkpoint_ns, checkpoint_id)`` of a thread's checkpoints, one query: what a copy
-    or import into our tables skips (transfer)."""
-    c = checkpoints.c
-    query = select(c.checkpoint_ns, c.checkpoint_id, c.checkpoint_ns_full).where(
-        c.thread_id == thread_id
-    )
-    if stored_full(thread_id) is not None:
-        query = query.where(c.thread_id_full == thread_id)
-    return {(full_name(r[0], r[2]), str(r[1])) for r in conn.execute(query)}
-
-
-def held_keys(
-    conn: Connection, thread_id: str, keys: Sequence[tuple[str, str]]
-) -> tuple[set[tuple[str, str]], WriteKeys]:
-    """Which of the checkpoints ``keys`` (``(checkpoint_ns, checkpoint_id)``) of a thread
-    our tables hold, and the keys of their pending writes (:func:`counted`): two queries,
-    by which transfer verifies a copy."""
-    wanted = set(keys)
-    ids = sorted({k[1] for k in keys})
-    c = checkpoints.c
-    w = writes.c
-    found = select(c.checkpoint_ns, c.checkpoint_id).where(
-        c.thread_id == thread_id, c.checkpoint_id.in_(ids)
-    )
-    written = select(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel).where(
-        w.thread_id == thread_id, w.checkpoint_id.in_(ids)
-    )
-    by_key = ns_by_key(keys)
-    rows = conn.execute(found)
-    present = {(by_key.get(str(r[0]), str(r[0])), str(r[1])) for r in rows} & wanted
-    return present, counted(conn.execute(written), wanted, by_key)
-
-
-def ns_by_key(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The namespaces of ``keys`` by what the key column of our tables holds for them
-    (a long namespace's digest key, :func:`.schema.name_key`)."""
-    return {name_key(ns): ns for ns, _ in keys}
-
-
-def counted(
-    rows: Iterable[Any],
-    wanted: set[tuple[str, str]],
-    by_key: dict[str, str] | None = None,
-) -> WriteKeys:
-    """Pending-write keys ``(ns, checkpoint_id, task_id, channel)`` of ``rows`` whose
-    checkpoint is ``wanted``, with their multiplicity; ``by_key`` (:func:`ns_by_key`)
-    maps our tables' key column back to the namespace."""
-    found: WriteKeys = Counter()
-    for ns_key, checkpoint_id, task_id, channel in rows:
-        ns = by_key.get(str(ns_key), str(ns_key)) if by_key else str(ns_key)
-        if (ns, str(checkpoint_id)) in wanted:
-            found[(ns, str(checkpoint_id), str(task_id), str(channel))] += 1
-    return found

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from langgraph.checkpoint.sqlalchemy._codec.ids import thread, thread_page
+from langgraph.checkpoint.sqlalchemy._codec.configs import thread, thread_page
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._ops.browse import Cursor, list_threads
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements
-from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointConfigError
 
 __all__ = ["cursor", "threads_plan"]

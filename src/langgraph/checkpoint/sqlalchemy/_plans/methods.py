@@ -25,16 +25,20 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.sqlalchemy._codec import ids as _ids
+from langgraph.checkpoint.sqlalchemy._codec import configs as _configs
 from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.records import (
+    CheckpointKey,
+    CheckpointRecord,
+    PendingWrite,
+)
+from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
 from langgraph.checkpoint.sqlalchemy._ops import browse as _browse
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
 from langgraph.checkpoint.sqlalchemy._ops import history as _history
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
-from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._plans.browse import threads_plan
 
 __all__ = ["Pages", "Plans", "PutArgs"]
@@ -70,7 +74,7 @@ class Plans:
         return Plans(codec, self.st, detect_conflicts=self.detect_conflicts)
 
     def get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
-        key = _codec.checkpoint_key(config)
+        key = _configs.checkpoint_key(config)
         rec = yield Access.READ_ONE, _ops.get_checkpoint, (self.st, *key)
         if rec is not None and rec.incomplete:
             rec = yield Access.READ, _ops.get_checkpoint, (self.st, *key)
@@ -83,7 +87,7 @@ class Plans:
         rows, stored = self.codec.put_rows(config, cp, meta, versions)
         if writes is None:  # a run's put (transfer copies histories as they are)
             row = rows.checkpoint
-            _codec.check_child_order(row["checkpoint_id"], row["parent_checkpoint_id"])
+            _configs.check_child_order(row["checkpoint_id"], row["parent_checkpoint_id"])
         if writes is not None:
             # transfer: the writes in the same transaction, no conflict check.
             rows = rows._replace(writes=self.codec.pending_rows(stored, writes))
@@ -125,30 +129,30 @@ class Plans:
     def delete_thread(self, thread_id: str) -> Plan[None]:
         one = self.st.delete_thread_one is not None
         access = Access.WRITE_ONE if one else Access.WRITE
-        yield access, _ops.delete_thread, (self.st, _ids.thread(thread_id))
+        yield access, _ops.delete_thread, (self.st, _configs.thread(thread_id))
 
     def delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
     ) -> Plan[dict[str, DeltaChannelHistory]]:
         if not channels:
             return {}
-        key = _codec.checkpoint_key(config)
+        key = _configs.checkpoint_key(config)
         unique = list(dict.fromkeys(channels))
         raw = yield Access.READ, _history.history, (self.st, *key, unique)
         return self.codec.histories(raw, channels, key[0], key[1])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
-        keys = _codec.run_keys(run_ids)
+        keys = _configs.run_keys(run_ids)
         if keys:
             yield Access.WRITE, _maintenance.delete_for_runs, (self.st, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
-        source, target = _ids.thread(source_thread_id), _ids.thread(target_thread_id)
+        source, target = _configs.thread(source_thread_id), _configs.thread(target_thread_id)
         yield Access.WRITE, _maintenance.copy_thread, (source, target)
 
     def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """Each thread in its own transaction; every argument checked before the first."""
-        threads = [_ids.thread(t) for t in _codec.id_list(thread_ids, "thread_ids")]
+        threads = [_configs.thread(t) for t in _configs.id_list(thread_ids, "thread_ids")]
         op: Callable[..., None]
         extra: tuple[Any, ...]
         if strategy == "delete":
@@ -179,7 +183,7 @@ class Plans:
     def storage_stats(
         self, thread_id: str | None, estimate: bool
     ) -> Plan[dict[str, dict[str, int]]]:
-        key = _ids.thread(thread_id) if thread_id is not None else None
+        key = _configs.thread(thread_id) if thread_id is not None else None
         call = Access.READ, _browse.storage_stats, (self.st, key, bool(estimate))
         stats: dict[str, dict[str, int]] = yield call
         return stats
@@ -206,6 +210,7 @@ class Pages:
 
     Args:
         codec: Decodes the records.
+        st: The saver's statements.
         query: The listing's conditions.
         limit: Most checkpoints listed, None for all.
         size: Checkpoints a page.
@@ -215,14 +220,20 @@ class Pages:
     """
 
     def __init__(
-        self, codec: _codec.Codec, query: _listing.ListQuery, limit: int | None, size: int
+        self,
+        codec: _codec.Codec,
+        st: _ops.Statements,
+        query: _listing.ListQuery,
+        limit: int | None,
+        size: int,
     ) -> None:
-        _ids.check_count("limit", limit, none=True)
+        _configs.check_count("limit", limit, none=True)
         self.codec = codec
+        self.st = st
         self.query = query
         self.size = size
         self.remaining = limit
-        self.cursor: _ops.CheckpointKey | None = None
+        self.cursor: CheckpointKey | None = None
         self.done = limit == 0
 
     def _requested(self) -> int:
@@ -230,10 +241,10 @@ class Pages:
 
     def __iter__(self) -> Iterator[Call]:
         while not self.done:
-            args = (self.codec.st, self.query, self.cursor, self._requested())
+            args = (self.st, self.query, self.cursor, self._requested())
             yield Access.READ, _listing.list_page, args
 
-    def decoded(self, page: list[_ops.CheckpointRecord]) -> Iterator[CheckpointTuple]:
+    def decoded(self, page: list[CheckpointRecord]) -> Iterator[CheckpointTuple]:
         """Take a fetched page (moving the cursor past it) and decode its records lazily,
         skipping (and logging) those that cannot be decoded."""
         requested = self._requested()

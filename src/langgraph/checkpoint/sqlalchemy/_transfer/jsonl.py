@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.sqlalchemy._codec.opaque import OpaqueSerializer
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy.errors import ExportFormatError
 
 __all__ = [
@@ -206,7 +206,7 @@ def parse_record(
 
     Returns:
         ``(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata,
-        checkpoint, pending_writes)``, the writes as :class:`._codec.rows.PendingWrite`.
+        checkpoint, pending_writes)``, the writes as :class:`._codec.records.PendingWrite`.
 
     Raises:
         ExportFormatError: Not a checkpoint record (the message gives the line number).

@@ -24,10 +24,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.sqlalchemy._codec.configs import checkpoint_config
 from langgraph.checkpoint.sqlalchemy._codec.opaque import OpaqueSerializer, cipher_of
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite, checkpoint_config
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._engine.engines import source_url
-from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
+from langgraph.checkpoint.sqlalchemy._transfer import held as _held
 from langgraph.checkpoint.sqlalchemy._transfer.kinds import SourceKind
 from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
 from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
@@ -238,13 +239,13 @@ class Reader:
         key_of = name_key if "thread_id_full" in c else str
         return [t for t in thread_ids if key_of(t) not in found]
 
-    def write_keys(self, thread_id: str, keys: Sequence[tuple[str, str]]) -> _maintenance.WriteKeys:
+    def write_keys(self, thread_id: str, keys: Sequence[tuple[str, str]]) -> _held.WriteKeys:
         """``(checkpoint_ns, checkpoint_id, task_id, channel)`` of the pending writes of
         the checkpoints ``keys`` of a thread, with their multiplicity (as
-        :func:`._ops.threads.held_keys` reads them from the target)."""
+        :func:`._transfer.held.held_keys` reads them from the target)."""
         wanted = set(keys)
         if self.tables is None:
-            found: _maintenance.WriteKeys = Counter()
+            found: _held.WriteKeys = Counter()
             for ns, checkpoint_id in keys:
                 tup = self.saver.get_tuple(checkpoint_config(thread_id, ns, checkpoint_id))
                 for task_id, channel, _ in (tup.pending_writes or []) if tup else []:
@@ -255,15 +256,11 @@ class Reader:
             w.thread_id == thread_id, w.checkpoint_id.in_(sorted({k[1] for k in keys}))
         )
         ns_by_key = (
-            _maintenance.ns_by_key(keys)
-            if "checkpoint_ns_full" in self.tables.checkpoints.c
-            else None
+            _held.ns_by_key(keys) if "checkpoint_ns_full" in self.tables.checkpoints.c else None
         )
         return cast(
-            _maintenance.WriteKeys,
-            self.tables.run(
-                lambda conn: _maintenance.counted(conn.execute(query), wanted, ns_by_key)
-            ),
+            _held.WriteKeys,
+            self.tables.run(lambda conn: _held.counted(conn.execute(query), wanted, ns_by_key)),
         )
 
     def read(

@@ -13,10 +13,10 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
-from langgraph.checkpoint.sqlalchemy._codec.ids import thread
-from langgraph.checkpoint.sqlalchemy._codec.rows import PendingWrite, namespace
-from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
+from langgraph.checkpoint.sqlalchemy._codec.configs import namespace, thread
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._plans.methods import PutArgs
+from langgraph.checkpoint.sqlalchemy._transfer import held as _held
 from langgraph.checkpoint.sqlalchemy._transfer.sources import Reader, batches
 from langgraph.checkpoint.sqlalchemy.errors import (
     CheckpointConfigError,
@@ -50,7 +50,7 @@ def verify(
     missing_checkpoints = missing_writes = 0
     first = ""
     for batch in batches(keys):
-        present, target_writes = target.run_read(_maintenance.held_keys, thread_id, batch)
+        present, target_writes = target.run_read(_held.held_keys, thread_id, batch)
         source_writes = reader.write_keys(thread_id, batch)
         lacking = {(k[0], k[1]) for k, n in source_writes.items() if target_writes[k] < n}
         for key in batch:
@@ -159,7 +159,7 @@ def refuse_existing(
     existing = [
         t
         for t in thread_ids
-        if t not in new and not set(wanted(t)) <= target.run_read(_maintenance.checkpoint_keys, t)
+        if t not in new and not set(wanted(t)) <= target.run_read(_held.checkpoint_keys, t)
     ]
     if existing:
         more = ", ..." if len(existing) > 10 else ""

@@ -421,3 +421,35 @@ def _saver_url(saver: Any) -> str:
     """Where ``saver`` reads, password hidden: our saver's URL, else "the source"."""
     engine = getattr(saver, "engine", None)
     return masked(engine.url) if engine is not None else "the source"
+
+
+def shows_progress(args: argparse.Namespace) -> bool:
+    """Whether a command shows a progress bar: not with ``--no-progress`` or ``--json``,
+    nor when stderr is not a terminal."""
+    return not (args.no_progress or args.json) and sys.stderr.isatty()
+
+
+@contextmanager
+def progress_bar(
+    shown: bool, total: Callable[[], int], what: str
+) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr counting ``what`` up to ``total()`` (called only when the
+    bar is ``shown``), as the callback that sets how many are done; None when not shown.
+    ``rich`` is imported only for a bar shown."""
+    if not shown:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    count = total()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(what, total=count)
+        yield lambda done: bar.update(task, completed=done)

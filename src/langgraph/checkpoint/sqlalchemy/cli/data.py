@@ -23,9 +23,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any, cast, get_args
 
 from langgraph.checkpoint.sqlalchemy._engine.defaults import url_from_env
@@ -37,7 +38,9 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     emit,
     masked,
     open_saver,
+    progress_bar,
     require_database,
+    shows_progress,
 )
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, ThreadNotEmptyError
 
@@ -46,12 +49,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the data-moving commands to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the data-moving commands to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     cp = add_command(
         sub,
         common,
@@ -136,11 +135,17 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 def _interrupted(
-    e: transfer.Interrupted, moved: str, where: str, again: list[str], note: str = ""
+    e: transfer.Interrupted,
+    done: tuple[str, int, int],
+    where: str,
+    again: list[str],
+    note: str = "",
 ) -> int:
-    """Say what an interrupted copy or import did (``moved``: "copied 5 checkpoints (3
-    pending writes)") and the command that finishes it (URLs masked; ``note`` said
+    """Say what an interrupted copy or import did (``done``: the verb, checkpoints and
+    pending writes moved) and the command that finishes it (URLs masked; ``note`` said
     after it); the exit code of an interruption."""
+    verb, checkpoints, writes = done
+    moved = f"{verb} {checkpoints} checkpoints ({writes} pending writes)"
     rolled = (
         f"; thread {e.thread_id!r} was rolled back: none of its checkpoints is in {where}"
         if e.thread_id is not None
@@ -167,26 +172,6 @@ def _repeated(args: argparse.Namespace, *flags: str) -> list[str]:
     return words + ["--" + f.replace("_", "-") for f in flags if getattr(args, f)]
 
 
-@contextmanager
-def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("copying checkpoints", total=total)
-        yield lambda done: bar.update(task, completed=done)
-
-
 def cmd_copy(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.sqlalchemy import transfer
 
@@ -206,9 +191,8 @@ def cmd_copy(args: argparse.Namespace) -> int:
                     target.setup()
                 except SchemaOutOfDateError as e:
                     raise CommandError(f"--to {masked(args.target)}: {e}", 1) from e
-                show = not (args.no_progress or args.json) and sys.stderr.isatty()
-                total = transfer.count_checkpoints(source, args.threads) if show else 0
-                with _progress_bar(show, total) as progress:
+                count = partial(transfer.count_checkpoints, source, args.threads)
+                with progress_bar(shows_progress(args), count, "copying checkpoints") as progress:
                     report = transfer.copy_threads(
                         source,
                         target,
@@ -219,13 +203,11 @@ def cmd_copy(args: argparse.Namespace) -> int:
     except transfer.Interrupted as e:
         r = cast("transfer.CopyReport", e.report)
         again = ["copy", "--from", masked(args.source), "--to", masked(args.target)]
-        if args.from_kind != "auto":
-            again += ["--from-kind", args.from_kind]
-        if args.from_schema:
-            again += ["--from-schema", args.from_schema]
+        again += ["--from-kind", args.from_kind] if args.from_kind != "auto" else []
+        again += ["--from-schema", args.from_schema] if args.from_schema else []
         again += _repeated(args, "into_existing", "no_progress")
-        copied = f"copied {r.checkpoints_copied} checkpoints ({r.writes_copied} pending writes)"
-        return _interrupted(e, copied, "the target", again)
+        done = ("copied", r.checkpoints_copied, r.writes_copied)
+        return _interrupted(e, done, "the target", again)
     except transfer.UnknownSourceError as e:
         raise CommandError(f"--from {masked(args.source)}: {e}", 2) from e
     except ThreadNotEmptyError as e:
@@ -362,13 +344,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     except transfer.Interrupted as e:
         r = cast("transfer.ImportReport", e.report)
         again = ["import", args.file]
-        if args.url != url_from_env():
-            again += ["--url", masked(args.url)]
+        again += ["--url", masked(args.url)] if args.url != url_from_env() else []
         again += _repeated(args, "into_existing", "allow_incomplete")
-        imported = f"imported {r.checkpoints_imported} checkpoints ({r.writes_imported} pending "
-        imported += "writes)"
+        done = ("imported", r.checkpoints_imported, r.writes_imported)
         stdin = ", the same file on stdin" if args.file == "-" else ""
-        return _interrupted(e, imported, "the database", again, stdin)
+        return _interrupted(e, done, "the database", again, stdin)
     except transfer.IncompleteExportError as e:
         raise CommandError(f"{args.file}: {e}", 1) from e
     except transfer.ExportFormatError as e:

@@ -72,30 +72,30 @@ def _offline(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
-def cmd_upgrade(args: argparse.Namespace) -> int:
+def _moved(args: argparse.Namespace, command: str, *, create: bool = False) -> int:
+    """Run ``migrate.<command>`` (upgrade, downgrade, stamp) to ``args.revision`` and
+    print the revision the tables are at then. ``create``: a SQLite file may be made."""
     from langgraph.checkpoint.sqlalchemy import migrate
 
-    if args.sql:
-        return _offline(args, "upgrade")
-    with schema_connection(args, create=True) as conn:
-        migrate.upgrade(conn, args.revision, schema=args.schema)
+    with schema_connection(args, create=create) as conn:
+        getattr(migrate, command)(conn, args.revision, schema=args.schema)
         current = migrate.current_revision(conn, schema=args.schema)
     _print_revision(args, current)
     return 0
 
 
-def cmd_downgrade(args: argparse.Namespace) -> int:
-    from langgraph.checkpoint.sqlalchemy import migrate
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    if args.sql:
+        return _offline(args, "upgrade")
+    return _moved(args, "upgrade", create=True)
 
+
+def cmd_downgrade(args: argparse.Namespace) -> int:
     if args.sql:
         return _offline(args, "downgrade")
     if args.revision == "base":
         confirm(args, f"Drop every checkpoint table of this library at {where(args)}?")
-    with schema_connection(args) as conn:
-        migrate.downgrade(conn, args.revision, schema=args.schema)
-        current = migrate.current_revision(conn, schema=args.schema)
-    _print_revision(args, current)
-    return 0
+    return _moved(args, "downgrade")
 
 
 def cmd_current(args: argparse.Namespace) -> int:
@@ -111,19 +111,13 @@ def cmd_current(args: argparse.Namespace) -> int:
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
-    from langgraph.checkpoint.sqlalchemy import migrate
-
     # No new SQLite file: a version table alone would pass "current --check" with no tables.
-    with schema_connection(args) as conn:
-        migrate.stamp(conn, args.revision, schema=args.schema)
-        current = migrate.current_revision(conn, schema=args.schema)
-    _print_revision(args, current)
-    return 0
+    return _moved(args, "stamp")
 
 
 def cmd_reindex_metadata(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
-    from langgraph.checkpoint.sqlalchemy._ops.metaindex import COLUMN_KEYS, checked_keys
+    from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, checked_keys
     from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
     try:
@@ -153,12 +147,8 @@ def cmd_reindex_metadata(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the schema commands to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the schema commands to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     up = add_command(sub, common, "upgrade", cmd_upgrade, "migrate the tables up (to head)")
     up.add_argument("revision", nargs="?", default="head")
     up.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")

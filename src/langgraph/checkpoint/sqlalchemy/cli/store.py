@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -26,8 +25,10 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     emit,
     masked,
     positive,
+    progress_bar,
     require_database,
     require_folder,
+    shows_progress,
 )
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
 
@@ -38,12 +39,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the ``store`` command group to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the ``store`` command group to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     group = sub.add_parser("store", help="the long-term memory store: namespaces, stats, TTL, copy")
     ssub = group.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     ls = add_command(ssub, common, "list-namespaces", cmd_list_namespaces, "namespaces, in order")
@@ -170,26 +167,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextmanager
-def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("copying items", total=total)
-        yield lambda done: bar.update(task, completed=done)
-
-
 def _index(text: str | None) -> IndexConfig | None:
     from langgraph.store.sqlalchemy.config import index_config
     from langgraph.store.sqlalchemy.vectors import IndexSpec
@@ -224,9 +201,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
                     target.setup()
                 except SchemaOutOfDateError as e:
                     raise CommandError(f"{option} {masked(target_url)}: {e}", 1) from e
-                show = not (args.no_progress or args.json) and sys.stderr.isatty()
-                total = source.count() if show else 0
-                with _progress_bar(show, total) as progress:
+                with progress_bar(shows_progress(args), source.count, "copying items") as progress:
                     report = transfer.copy_store(
                         source,
                         target,

@@ -32,7 +32,7 @@ from langgraph.checkpoint.sqlalchemy.errors import ThreadNotEmptyError
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import CheckpointTuple
 
-    from langgraph.checkpoint.sqlalchemy._ops.threads import ThreadInfo
+    from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 
 
 def _size(n: int) -> str:
@@ -101,7 +101,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 def _tuple_json(t: CheckpointTuple, *, values: bool) -> dict[str, Any]:
     from langgraph.checkpoint.sqlalchemy._codec.opaque import shown
-    from langgraph.checkpoint.sqlalchemy._ops.threads import checkpoint_time
+    from langgraph.checkpoint.sqlalchemy._codec.threadinfo import checkpoint_time
 
     c = t.config["configurable"]
     out: dict[str, Any] = {
@@ -302,12 +302,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the thread commands to the CLI's subparsers ``sub``.
-
-    Args:
-        sub: What ``ArgumentParser.add_subparsers`` returned.
-        common: The parent parser of the global options.
-    """
+    """Add the thread commands to ``sub`` (what ``ArgumentParser.add_subparsers``
+    returned), each command with the global options of the parent parser ``common``."""
     threads = sub.add_parser("threads", help="list, show and delete threads")
     tsub = threads.add_subparsers(dest="threads_command", required=True, metavar="ACTION")
     ls = add_command(

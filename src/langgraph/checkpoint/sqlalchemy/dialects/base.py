@@ -25,7 +25,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     json_text,
     scalar_as_stored,
 )
-from langgraph.checkpoint.sqlalchemy._ops.metaindex import filter_value
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
 from langgraph.checkpoint.sqlalchemy.errors import ValueTooLargeError
 from langgraph.checkpoint.sqlalchemy.schema import metadata_index
@@ -370,7 +370,7 @@ class QueryBuilder(LeaseRows, ABC):
         """An indexed condition implied by :meth:`metadata_equals` of ``key`` and JSON
         ``text`` (which still decides), or None. Default, when ``indexed`` (the key's
         :data:`.schema.metadata_index` rows are complete): the checkpoint key ``IN`` the
-        key's index rows for :func:`.._metaindex.filter_value` (``EXPLAIN``: SQLite and
+        key's index rows for :func:`._codec.metakeys.filter_value` (``EXPLAIN``: SQLite and
         MariaDB read that range, then the checkpoints by primary key)."""
         if not indexed:
             return None

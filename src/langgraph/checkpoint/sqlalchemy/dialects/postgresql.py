@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from langgraph.checkpoint.sqlalchemy._ops.metaindex import metadata_json_key
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import metadata_json_key
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import (
