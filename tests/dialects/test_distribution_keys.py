@@ -55,10 +55,10 @@ from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
 from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
 from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
-from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import history as _history
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
-from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
+from langgraph.checkpoint.sqlalchemy._plans import methods as _methods
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, metadata_index, writes
 
@@ -381,15 +381,17 @@ def _config(thread: str, checkpoint_id: str | None = None, ns: str = "") -> Any:
     return {"configurable": c}
 
 
-def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _ops.Statements]:
+def hot_path(
+    dialect_name: str, *, inline_limit: int = 0
+) -> tuple[Recorder, _checkpoints.Statements]:
     """Every statement of the hot path of ``dialect_name``, recorded."""
     dialect = make_url(DIALECT_URLS[dialect_name]).get_dialect()()
     qb = query_builder(dialect_name)
-    st = _ops.Statements(qb)
+    st = _checkpoints.Statements(qb)
     options = saver_options(inline_limit, True, None, 0)
     codec = _codec.Codec(SERDE, options, qb.metadata_index_rows, strict=False)
-    plans = _plans.Plans(codec, st)
-    checked = _plans.Plans(codec, st, detect_conflicts=True)
+    plans = _methods.Plans(codec, st)
+    checked = _methods.Plans(codec, st, detect_conflicts=True)
     conn = Recorder(dialect, _canned_row())
     cp: Any = {**empty_checkpoint(), "id": "1ef00000-0000-6000-8000-000000000002"}
     cp["channel_values"] = {"ch": "x" * 100, "small": 1}
@@ -400,7 +402,7 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     # blobs insert in its WITH clause); and under detect_conflicts (newest-id read).
     _drive(plans.put(parent, cp, meta, {"ch": "v1", "small": "v1"}), conn)
     _drive(plans.put(parent, cp, meta, {}), conn)
-    # Values over _ops.BATCH_BYTES: the blobs insert runs on its own, then the upsert.
+    # Values over _checkpoints.BATCH_BYTES: the blobs insert runs on its own, then the upsert.
     big: Any = {**cp, "channel_values": {"ch": "y" * 5_000_000}}
     _drive(plans.put(parent, big, meta, {"ch": "v1"}), conn)
     _drive(checked.put(parent, cp, meta, {"ch": "v1"}), conn)
@@ -420,7 +422,7 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     )
     for config, filt, before in listings:
         query = _listing.list_query(qb, config, filt, before, codec.index_keys)
-        pages = _plans.Pages(codec, st, query, 2, 1)
+        pages = _methods.Pages(codec, st, query, 2, 1)
         for _access, op, args in pages:
             list(pages.decoded(op(conn, *args)))
     # delete_thread, and the delta-history walk of one thread.
@@ -431,7 +433,7 @@ def hot_path(dialect_name: str, *, inline_limit: int = 0) -> tuple[Recorder, _op
     return conn, st
 
 
-def _static(st: _ops.Statements) -> list[tuple[str, ClauseElement]]:
+def _static(st: _checkpoints.Statements) -> list[tuple[str, ClauseElement]]:
     """The fixed constructs of :class:`._ops.Statements`, whatever their attribute names
     (a statement added there is checked here without this file changing)."""
     found = []

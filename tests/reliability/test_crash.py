@@ -44,7 +44,7 @@ from sqlalchemy.pool import NullPool
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
-from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy.schema import blobs, checkpoints, writes
 
 from ..provision import BACKENDS, new_saver_args
@@ -270,7 +270,7 @@ def seed_source(saver: SQLAlchemySaver, thread: str, n: int) -> None:
 
 def crash_child(op: str, url: str, schema: str) -> None:
     """The killed process: run ``op`` on the store in a loop, one line a finished call."""
-    _ops.BATCH_BYTES = CHILD_BATCH_BYTES
+    _checkpoints.BATCH_BYTES = CHILD_BATCH_BYTES
     saver = SQLAlchemySaver.from_conn_string(url, schema=schema or None)
     print("open", flush=True)
     if op == "put":

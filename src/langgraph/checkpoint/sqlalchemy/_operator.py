@@ -1,6 +1,9 @@
 """The saver's operator methods: deleting runs, copying and pruning threads, the
 per-thread lock, and browsing threads and storage.
 
+And the two doors :mod:`.transfer` uses to move threads: storing copied checkpoints
+with their writes, and reading our tables by key.
+
 A mixin of :class:`.SQLAlchemySaver`, kept apart so that ``saver.py`` holds the LangGraph
 contract and its lifecycle; each method is one plan of :mod:`._plans.methods` (the lock:
 the plans of :mod:`._plans.locks`) driven through the saver's sync or async door, as the
@@ -10,21 +13,28 @@ contract's are.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from langgraph.checkpoint.sqlalchemy._codec import configs as _ids
+from langgraph.checkpoint.sqlalchemy._codec import configs as _configs
+from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._plans import locks as _locks
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+
     from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
-    from langgraph.checkpoint.sqlalchemy._plans.methods import Plans
+    from langgraph.checkpoint.sqlalchemy._plans.methods import Plans, PutArgs
     from sqlalchemy import Engine
 
 __all__ = ["OperatorMethods"]
+
+R = TypeVar("R")
 
 
 class OperatorMethods:
@@ -131,14 +141,14 @@ class OperatorMethods:
             CheckpointConnectionError: The database stayed unreachable for the saver's
                 ``retry_timeout``.
         """
-        with _locks.hold(self._runner, self.engine.url, _ids.thread(thread_id), timeout):
+        with _locks.hold(self._runner, self.engine.url, _configs.thread(thread_id), timeout):
             yield
 
     @asynccontextmanager
     async def alock_thread(self, thread_id: str, *, timeout: float = 30.0) -> AsyncIterator[None]:
         """Async :meth:`lock_thread` (``async with saver.alock_thread(thread_id):``); waits
         and renews without blocking the event loop."""
-        key = _ids.thread(thread_id)
+        key = _configs.thread(thread_id)
         async with _locks.ahold(self._runner, self.engine.url, key, timeout):
             yield
 
@@ -226,3 +236,72 @@ class OperatorMethods:
     ) -> dict[str, dict[str, int]]:
         """Async :meth:`storage_stats`."""
         return await self._runner.adrive(self._plans.storage_stats(thread_id, estimate))
+
+    # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
+
+    def put_with_writes(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        writes: Sequence[PendingWrite],
+    ) -> RunnableConfig:
+        """Store a checkpoint and its pending writes in one transaction (writes first).
+
+        Used by :mod:`.transfer`'s copy and import. The same checks and guarantees as
+        :meth:`put` followed by :meth:`put_writes`, through the same door; writes keep
+        their ``idx`` when given (else regular writes are numbered per task), and there is
+        no conflict check (``detect_conflicts``): a copy keeps its forks.
+
+        Args:
+            config: Config of the parent checkpoint (as for :meth:`put`).
+            checkpoint: The checkpoint.
+            metadata: Its metadata; must be JSON.
+            new_versions: ``{channel: version}`` of the channel values to store.
+            writes: The checkpoint's pending writes, in their order.
+
+        Returns:
+            The config of the stored checkpoint.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace, ids or channel names.
+            CheckpointMetadataError: Metadata that is not JSON.
+        """
+        plan = self._plans.put(config, checkpoint, metadata, new_versions, writes)
+        return self._runner.drive(plan)
+
+    def put_all_with_writes(self, items: Callable[[], Iterable[PutArgs]]) -> int:
+        """Store checkpoints with their pending writes, all in one transaction: after it,
+        or after a crash, an interruption or an error raised by ``items`` during it, the
+        database holds every one of them or none. How :mod:`.transfer` moves a thread.
+
+        Each is stored as :meth:`put_with_writes` stores it. ``items`` runs inside the
+        transaction, so that it may read them from elsewhere one by one (memory: one at a
+        time); on SQLite, other writers wait for the database until it ends. A transient
+        failure (a dropped connection, a deadlock) starts the transaction over and calls
+        ``items`` again: it must give the same checkpoints each time.
+
+        Args:
+            items: Called with no argument for an iterable of ``(config, checkpoint,
+                metadata, new_versions, writes)``, the arguments of
+                :meth:`put_with_writes`, in the order to store them.
+
+        Returns:
+            The number of checkpoints stored.
+
+        Raises:
+            CheckpointConfigError: Bad thread, namespace, ids or channel names (nothing
+                stored).
+            CheckpointMetadataError: Metadata that is not JSON (nothing stored).
+        """
+        return self._runner.drive(self._plans.put_all(items))
+
+    def run_read(self, op: Callable[..., R], *args: Any) -> R:
+        """Return ``op(conn, *args)`` run in a read transaction through the door of every
+        read (schema check, one retry): how :mod:`.transfer` reads our tables by key.
+
+        Raises:
+            SchemaOutOfDateError: The tables are missing or at another revision.
+        """
+        return self._runner.run(Access.READ, op, args)

@@ -25,7 +25,6 @@ import copy
 from collections.abc import (
     AsyncIterator,
     Awaitable,
-    Callable,
     Collection,
     Iterable,
     Iterator,
@@ -48,17 +47,15 @@ from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
 from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
-from langgraph.checkpoint.sqlalchemy._codec.records import PendingWrite
 from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
-from langgraph.checkpoint.sqlalchemy._engine.doors import Access
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
-from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
-from langgraph.checkpoint.sqlalchemy._plans import methods as _plans
+from langgraph.checkpoint.sqlalchemy._plans import methods as _methods
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -204,9 +201,9 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
         wire(self, engine, async_engine, schema, retry_timeout)
-        self._st = _ops.statements_for(self._qb)
+        self._st = _checkpoints.statements_for(self._qb)
         self._codec = Codec(self.serde, options, self._qb.metadata_index_rows, strict=strict_decode)
-        self._plans = _plans.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
+        self._plans = _methods.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
         """A saver sharing this one's engines whose serializer also rebuilds the types
@@ -573,79 +570,10 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         """
         return next_version(current)
 
-    # -- for transfer: storing a copied checkpoint, reading our tables ---------------------
-
-    def put_with_writes(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        writes: Sequence[PendingWrite],
-    ) -> RunnableConfig:
-        """Store a checkpoint and its pending writes in one transaction (writes first).
-
-        Used by :mod:`.transfer`'s copy and import. The same checks and guarantees as
-        :meth:`put` followed by :meth:`put_writes`, through the same door; writes keep
-        their ``idx`` when given (else regular writes are numbered per task), and there is
-        no conflict check (``detect_conflicts``): a copy keeps its forks.
-
-        Args:
-            config: Config of the parent checkpoint (as for :meth:`put`).
-            checkpoint: The checkpoint.
-            metadata: Its metadata; must be JSON.
-            new_versions: ``{channel: version}`` of the channel values to store.
-            writes: The checkpoint's pending writes, in their order.
-
-        Returns:
-            The config of the stored checkpoint.
-
-        Raises:
-            CheckpointConfigError: Bad thread, namespace, ids or channel names.
-            CheckpointMetadataError: Metadata that is not JSON.
-        """
-        plan = self._plans.put(config, checkpoint, metadata, new_versions, writes)
-        return self._runner.drive(plan)
-
-    def put_all_with_writes(self, items: Callable[[], Iterable[_plans.PutArgs]]) -> int:
-        """Store checkpoints with their pending writes, all in one transaction: after it,
-        or after a crash, an interruption or an error raised by ``items`` during it, the
-        database holds every one of them or none. How :mod:`.transfer` moves a thread.
-
-        Each is stored as :meth:`put_with_writes` stores it. ``items`` runs inside the
-        transaction, so that it may read them from elsewhere one by one (memory: one at a
-        time); on SQLite, other writers wait for the database until it ends. A transient
-        failure (a dropped connection, a deadlock) starts the transaction over and calls
-        ``items`` again: it must give the same checkpoints each time.
-
-        Args:
-            items: Called with no argument for an iterable of ``(config, checkpoint,
-                metadata, new_versions, writes)``, the arguments of
-                :meth:`put_with_writes`, in the order to store them.
-
-        Returns:
-            The number of checkpoints stored.
-
-        Raises:
-            CheckpointConfigError: Bad thread, namespace, ids or channel names (nothing
-                stored).
-            CheckpointMetadataError: Metadata that is not JSON (nothing stored).
-        """
-        return self._runner.drive(self._plans.put_all(items))
-
-    def run_read(self, op: Callable[..., R], *args: Any) -> R:
-        """Return ``op(conn, *args)`` run in a read transaction through the door of every
-        read (schema check, one retry): how :mod:`.transfer` reads our tables by key.
-
-        Raises:
-            SchemaOutOfDateError: The tables are missing or at another revision.
-        """
-        return self._runner.run(Access.READ, op, args)
-
     # -- list pages (kept here: LIST_PAGE_SIZE is this module's) ----------------------
 
     def _pages(
         self, config: _Where, filter: _Filter, before: _Where, limit: _Limit
-    ) -> _plans.Pages:
+    ) -> _methods.Pages:
         query = _listing.list_query(self._qb, config, filter, before, self._codec.index_keys)
-        return _plans.Pages(self._codec, self._st, query, limit, LIST_PAGE_SIZE)
+        return _methods.Pages(self._codec, self._st, query, limit, LIST_PAGE_SIZE)

@@ -26,7 +26,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.sqlalchemy._codec import configs as _configs
-from langgraph.checkpoint.sqlalchemy._codec import rows as _codec
+from langgraph.checkpoint.sqlalchemy._codec import rows as _rows
 from langgraph.checkpoint.sqlalchemy._codec.records import (
     CheckpointKey,
     CheckpointRecord,
@@ -35,10 +35,10 @@ from langgraph.checkpoint.sqlalchemy._codec.records import (
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
 from langgraph.checkpoint.sqlalchemy._ops import browse as _browse
-from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _ops
+from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import history as _history
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
-from langgraph.checkpoint.sqlalchemy._ops import threads as _maintenance
+from langgraph.checkpoint.sqlalchemy._ops import threads as _threads
 from langgraph.checkpoint.sqlalchemy._plans.browse import threads_plan
 
 __all__ = ["Pages", "Plans", "PutArgs"]
@@ -63,21 +63,21 @@ class Plans:
     """
 
     def __init__(
-        self, codec: _codec.Codec, st: _ops.Statements, *, detect_conflicts: bool = False
+        self, codec: _rows.Codec, st: _checkpoints.Statements, *, detect_conflicts: bool = False
     ) -> None:
         self.codec = codec
         self.st = st
         self.detect_conflicts = detect_conflicts
 
-    def with_codec(self, codec: _codec.Codec) -> Plans:
+    def with_codec(self, codec: _rows.Codec) -> Plans:
         """These plans with another codec (a saver cloned with another serializer)."""
         return Plans(codec, self.st, detect_conflicts=self.detect_conflicts)
 
     def get_tuple(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
         key = _configs.checkpoint_key(config)
-        rec = yield Access.READ_ONE, _ops.get_checkpoint, (self.st, *key)
+        rec = yield Access.READ_ONE, _checkpoints.get_checkpoint, (self.st, *key)
         if rec is not None and rec.incomplete:
-            rec = yield Access.READ, _ops.get_checkpoint, (self.st, *key)
+            rec = yield Access.READ, _checkpoints.get_checkpoint, (self.st, *key)
         return self.codec.to_tuple(rec) if rec is not None else None
 
     def put(
@@ -91,20 +91,20 @@ class Plans:
         if writes is not None:
             # transfer: the writes in the same transaction, no conflict check.
             rows = rows._replace(writes=self.codec.pending_rows(stored, writes))
-            yield Access.WRITE, _ops.put, (self.st, rows)
+            yield Access.WRITE, _checkpoints.put, (self.st, rows)
         elif self.detect_conflicts and rows.checkpoint["metadata"].get("source") in (
             "input",
             "loop",
         ):
             # A run's step (source input/loop), checked for conflicts.
-            yield Access.WRITE, _ops.put_checked, (self.st, rows)
+            yield Access.WRITE, _checkpoints.put_checked, (self.st, rows)
         else:
             # A put of one statement (values all in the checkpoint row, or its blob rows
             # in the statement's WITH clause on PostgreSQL) is atomic on its own: no
             # transaction around it (saving BEGIN and COMMIT: two driver calls on
             # SQLite, two round trips on PostgreSQL).
-            one = _ops.one_statement(self.st, rows)
-            yield (Access.WRITE_ONE if one else Access.WRITE), _ops.put, (self.st, rows)
+            one = _checkpoints.one_statement(self.st, rows)
+            yield (Access.WRITE_ONE if one else Access.WRITE), _checkpoints.put, (self.st, rows)
         return stored
 
     def put_all(self, items: Callable[[], Iterable[PutArgs]]) -> Plan[int]:
@@ -123,13 +123,13 @@ class Plans:
         if rows:
             # One multi-row INSERT, atomic on its own, when its values fit one batch.
             size = sum(len(r["blob"] or b"") for r in rows)
-            access = Access.WRITE_ONE if size <= _ops.BATCH_BYTES else Access.WRITE
-            yield access, _ops.put_writes, (self.st, rows, replace)
+            access = Access.WRITE_ONE if size <= _checkpoints.BATCH_BYTES else Access.WRITE
+            yield access, _checkpoints.put_writes, (self.st, rows, replace)
 
     def delete_thread(self, thread_id: str) -> Plan[None]:
         one = self.st.delete_thread_one is not None
         access = Access.WRITE_ONE if one else Access.WRITE
-        yield access, _ops.delete_thread, (self.st, _configs.thread(thread_id))
+        yield access, _checkpoints.delete_thread, (self.st, _configs.thread(thread_id))
 
     def delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
@@ -144,11 +144,11 @@ class Plans:
     def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
         keys = _configs.run_keys(run_ids)
         if keys:
-            yield Access.WRITE, _maintenance.delete_for_runs, (self.st, keys)
+            yield Access.WRITE, _threads.delete_for_runs, (self.st, keys)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
         source, target = _configs.thread(source_thread_id), _configs.thread(target_thread_id)
-        yield Access.WRITE, _maintenance.copy_thread, (source, target)
+        yield Access.WRITE, _threads.copy_thread, (source, target)
 
     def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """Each thread in its own transaction; every argument checked before the first."""
@@ -156,9 +156,9 @@ class Plans:
         op: Callable[..., None]
         extra: tuple[Any, ...]
         if strategy == "delete":
-            op, extra = _ops.delete_thread, ()
+            op, extra = _checkpoints.delete_thread, ()
         elif strategy == "keep_latest":
-            op, extra = _maintenance.prune_keep_latest, (self.codec.pending_delta_channels,)
+            op, extra = _threads.prune_keep_latest, (self.codec.pending_delta_channels,)
         else:
             raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
         for t in threads:
@@ -172,12 +172,12 @@ class Plans:
     def registered_keys(self) -> Plan[frozenset[str]]:
         if not self.st.qb.metadata_index_rows:
             return frozenset()  # PostgreSQL: no index rows, no connection
-        keys: frozenset[str] = yield Access.READ, _ops.registered_keys, (self.st,)
+        keys: frozenset[str] = yield Access.READ, _checkpoints.registered_keys, (self.st,)
         return keys
 
     def reindex_metadata(self) -> Plan[list[str]]:
         keys = self.codec.index_keys
-        done: list[str] = yield Access.WRITE, _maintenance.reindex_metadata, (self.st, keys)
+        done: list[str] = yield Access.WRITE, _threads.reindex_metadata, (self.st, keys)
         return done
 
     def storage_stats(
@@ -221,8 +221,8 @@ class Pages:
 
     def __init__(
         self,
-        codec: _codec.Codec,
-        st: _ops.Statements,
+        codec: _rows.Codec,
+        st: _checkpoints.Statements,
         query: _listing.ListQuery,
         limit: int | None,
         size: int,
