@@ -331,7 +331,7 @@ def open_saver(
     what: str = "",
 ) -> Iterator[SQLAlchemySaver]:
     """Our saver on ``url`` (default ``--url``), reading values as data (never rebuilding
-    an object: :func:`.._sources.opaque_view`); its schema must be at head.
+    an object: :func:`.._transfer.sources.opaque_view`); its schema must be at head.
 
     ``create``: a SQLite file that does not exist may be created (``import``, the target
     of ``copy``); else it is refused (see :func:`require_database`). ``threads``: thread
@@ -353,7 +353,7 @@ def open_saver(
     saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema, retry_timeout=0, strict=False)
     try:
         check_threads(saver, threads, what)
-        # Values as data (module _opaque): no command imports or calls what a row names.
+        # Values as data (_codec/opaque.py): no command imports or calls what a row names.
         yield cast(SQLAlchemySaver, opaque_view(saver))
     finally:
         saver.close()
@@ -366,7 +366,7 @@ def open_runner(args: argparse.Namespace) -> Iterator[SyncRunner]:
     :func:`.._plans.browse.threads_plan`), so that it imports neither LangGraph nor
     SQLAlchemy's asyncio extension.
 
-    The same engine set-up (:func:`.._engines.configure_engine`), access options, schema
+    The same engine set-up (:func:`.._engine.engines.configure_engine`), access options, schema
     check (tables at head) and retry (one, at once) as the saver's, and the same errors
     for a URL, a missing driver or an absent SQLite file.
 

@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 #: Start of the names of the saver's shared in-memory databases (``memdb`` VFS; see
-#: ``_engines.resolve_urls``).
+#: ``_engine.engines.resolve_urls``).
 MEMDB_PREFIX = "file:/lgsa-"
 
 #: The URL forms of a SQLite database, quoted by every refusal of one.
