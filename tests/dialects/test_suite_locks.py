@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlalchemy import (
     SQLAlchemySaver,
     ThreadLockTimeout,
 )
-from langgraph.checkpoint.sqlalchemy._ops import locks as lease_module
+from langgraph.checkpoint.sqlalchemy._plans import locks as lease_module
 from langgraph.checkpoint.sqlalchemy.schema import locks
 
 from ..checkpoints import config, next_checkpoint
