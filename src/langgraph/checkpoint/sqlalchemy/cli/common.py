@@ -31,7 +31,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import errors
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
@@ -320,6 +320,41 @@ def schema_connection(args: argparse.Namespace, *, create: bool = False) -> Iter
         engine.dispose()
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+@contextmanager
+def opened(
+    args: argparse.Namespace,
+    build: Callable[[str], C],
+    url: str | None = None,
+    *,
+    create: bool = False,
+    option: str = "--url",
+) -> Iterator[C]:
+    """``build(url)`` (a saver or a store on ``url``, default ``--url``), closed on exit.
+
+    ``create``: a SQLite file that does not exist may be created (``import``, the target
+    of ``copy``); else it is refused (see :func:`require_database`). The URL is recorded
+    as ``args.url_in_use`` for the error messages.
+
+    Raises:
+        CommandError: See :func:`require_database` and :func:`require_folder`.
+    """
+    url = url or args.url
+    _require(url, option, create=create)
+    args.url_in_use = url
+    owner = build(url)
+    try:
+        yield owner
+    finally:
+        owner.close()
+
+
 @contextmanager
 def open_saver(
     args: argparse.Namespace,
@@ -330,33 +365,29 @@ def open_saver(
     threads: Sequence[str] = (),
     what: str = "",
 ) -> Iterator[SQLAlchemySaver]:
-    """Our saver on ``url`` (default ``--url``), reading values as data (never rebuilding
-    an object: :func:`.._transfer.sources.opaque_view`); its schema must be at head.
-
-    ``create``: a SQLite file that does not exist may be created (``import``, the target
-    of ``copy``); else it is refused (see :func:`require_database`). ``threads``: thread
-    ids that must have checkpoints there (see :func:`check_threads`: ``what`` says what
-    was not done otherwise).
+    """Our saver, :func:`opened` on ``url``, reading values as data (never rebuilding an
+    object: :func:`.._transfer.sources.opaque_view`); its schema must be at head.
+    ``threads``: thread ids that must have checkpoints there (see :func:`check_threads`:
+    ``what`` says what was not done otherwise).
 
     Raises:
-        CommandError: See :func:`require_database`, :func:`require_folder` and
-            :func:`check_threads`.
+        CommandError: See :func:`opened` and :func:`check_threads`.
     """
     from langgraph.checkpoint.sqlalchemy._transfer.sources import opaque_view
     from langgraph.checkpoint.sqlalchemy.saver import SQLAlchemySaver
 
-    url = url or args.url
-    _require(url, option, create=create)
-    args.url_in_use = url
-    # An operator's command fails fast on a server that is down (one retry, at once).
-    # strict=False: the view below never rebuilds an object whatever the environment.
-    saver = SQLAlchemySaver.from_conn_string(url, schema=args.schema, retry_timeout=0, strict=False)
-    try:
+    def build(url: str) -> SQLAlchemySaver:
+        # An operator's command fails fast on a server that is down (one retry, at
+        # once). strict=False: the view below never rebuilds an object whatever the
+        # environment.
+        return SQLAlchemySaver.from_conn_string(
+            url, schema=args.schema, retry_timeout=0, strict=False
+        )
+
+    with opened(args, build, url, create=create, option=option) as saver:
         check_threads(saver, threads, what)
         # Values as data (_codec/opaque.py): no command imports or calls what a row names.
         yield cast(SQLAlchemySaver, opaque_view(saver))
-    finally:
-        saver.close()
 
 
 @contextmanager

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +23,10 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     count,
     emit,
     masked,
+    opened,
     positive,
     progress_bar,
     require_database,
-    require_folder,
     shows_progress,
 )
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
@@ -95,34 +94,26 @@ def _labels(text: str | None, option: str) -> tuple[str, ...] | None:
     return labels
 
 
-@contextmanager
-def _open_store(
-    args: argparse.Namespace,
-    url: str | None = None,
-    *,
-    create: bool = False,
-    option: str = "--url",
-    index: IndexConfig | None = None,
-) -> Iterator[SQLAlchemyStore]:
-    """Our store on ``url`` (default ``--url``). ``create``: a SQLite file that does not
-    exist may be created (the target of ``copy``); else it is refused."""
-    from langgraph.store.sqlalchemy import SQLAlchemyStore
+def _store(
+    args: argparse.Namespace, index: IndexConfig | None = None
+) -> Callable[[str], SQLAlchemyStore]:
+    """What :func:`.common.opened` builds: our store on a URL."""
 
-    url = url or args.url
-    (require_folder if create else require_database)(url, option)
-    args.url_in_use = url
-    # An operator's command fails fast on a server that is down (one retry, at once).
-    store = SQLAlchemyStore.from_conn_string(url, schema=args.schema, index=index, retry_timeout=0)
-    try:
-        yield store
-    finally:
-        store.close()
+    def build(url: str) -> SQLAlchemyStore:
+        from langgraph.store.sqlalchemy import SQLAlchemyStore
+
+        # An operator's command fails fast on a server that is down (one retry, at once).
+        return SQLAlchemyStore.from_conn_string(
+            url, schema=args.schema, index=index, retry_timeout=0
+        )
+
+    return build
 
 
 def cmd_list_namespaces(args: argparse.Namespace) -> int:
     prefix = _labels(args.prefix, "--prefix")
     suffix = _labels(args.suffix, "--suffix")
-    with _open_store(args) as store:
+    with opened(args, _store(args)) as store:
         found = store.list_namespaces(
             prefix=prefix,
             suffix=suffix,
@@ -145,7 +136,7 @@ def cmd_list_namespaces(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open_store(args) as store:
+    with opened(args, _store(args)) as store:
         stats = asdict(store.stats())
 
     def human() -> None:
@@ -161,7 +152,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     # No confirmation: an expired item is already invisible to every read.
-    with _open_store(args) as store:
+    with opened(args, _store(args)) as store:
         deleted = store.sweep_ttl()
     emit(args, {"deleted": deleted}, lambda: print(f"deleted {deleted} expired item(s)"))
     return 0
@@ -196,7 +187,9 @@ def cmd_copy(args: argparse.Namespace) -> int:
             args.source, kind=args.from_kind, schema=args.from_schema
         ) as source:
             option = "--to" if args.target else "--url"
-            with _open_store(args, target_url, create=True, option=option, index=index) as target:
+            with opened(
+                args, _store(args, index), target_url, create=True, option=option
+            ) as target:
                 try:
                     target.setup()
                 except SchemaOutOfDateError as e:
