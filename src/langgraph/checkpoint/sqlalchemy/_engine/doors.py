@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import migrate
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
@@ -216,16 +216,8 @@ class SyncRunner:
                 access, op, args = step
                 steps.result = self.run(access, op, args)
             else:
-                steps.result = self.perform(step)
+                steps.result = cast(Step, step).do()  # a pause, a blocking call, an embedding
         return steps.value
-
-    def perform(self, step: Call | Step) -> Any:
-        """A step that is not a plain ``(access, op, args)`` tuple: a :class:`.Step`
-        (performed on this thread), or an operation in a tuple subclass."""
-        if isinstance(step, Step):
-            return step.do()
-        access, op, args = step
-        return self.run(access, op, args)
 
     def check_schema(self, conn: Connection) -> None:
         """Once per runner: the database must be at the migration head this library

@@ -28,11 +28,10 @@ import copy
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
     AccessOptions,
-    Call,
     Doors,
     Plan,
     Steps,
@@ -295,13 +294,5 @@ class Runner(SyncRunner):
                 access, op, args = step
                 steps.result = await self.arun(access, op, args)
             else:
-                steps.result = await self.aperform(step)
+                steps.result = await cast(Step, step).ado()
         return steps.value
-
-    async def aperform(self, step: Call | Step) -> Any:
-        """:meth:`perform` for the async door: a :class:`.Step` awaited on the running
-        loop, or an operation in a tuple subclass."""
-        if isinstance(step, Step):
-            return await step.ado()
-        access, op, args = step
-        return await self.arun(access, op, args)
