@@ -7,6 +7,10 @@ operation timed at each size, side by side (:mod:`.scale`).
 ``python -m benchmarks --store [--quick]``: only the long-term memory store workloads,
 ``SQLAlchemyStore`` beside ``SqliteStore`` and ``PostgresStore`` (:mod:`.store`); the plain
 run ends with them (``--no-store`` skips them).
+
+``python -m benchmarks --instructions [...]``: CPU instructions per hot-path call, ours and
+the official saver's, under ``valgrind --tool=callgrind`` (:mod:`.instructions`; its own
+options follow the flag).
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--instructions"]:
+        from . import instructions
+
+        return instructions.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
     parser.add_argument(
