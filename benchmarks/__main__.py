@@ -11,6 +11,10 @@ run ends with them (``--no-store`` skips them).
 ``python -m benchmarks --instructions [...]``: CPU instructions per hot-path call, ours and
 the official saver's, under ``valgrind --tool=callgrind`` (:mod:`.instructions`; its own
 options follow the flag).
+
+``python -m benchmarks --allocations [--dialects ...] [--calls N]``: memory blocks allocated,
+cyclic-GC counter added and ``tracemalloc`` peak per hot-path call, ours and the official
+saver's (:mod:`.allocations`; its own options follow the flag).
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import instructions
 
         return instructions.main(argv[1:])
+    if argv[:1] == ["--allocations"]:
+        from . import allocations
+
+        return allocations.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
     parser.add_argument(
