@@ -5,6 +5,10 @@ for each measurement. Read workloads share, per saver and dialect, stores filled
 that saver's own ``put`` (they only read them), with both savers of a pair open and
 alternating per workload. Results are raw figures keyed
 ``(metric, dialect, mode, impl)``, one per repeat; ``report`` turns them into ratios.
+
+On SQLite every write workload also runs the official saver at our ``synchronous =
+NORMAL`` (impl :data:`NORMAL`), beside the official saver as it ships (``synchronous =
+FULL``, impl ``official``): the first makes the same durability promise as ours.
 """
 
 from __future__ import annotations
@@ -37,6 +41,16 @@ from .workloads import thread_config
 
 MODES = ("sync", "async")
 Key = tuple[str, str, str, str]  # (metric, dialect, mode, impl); mode "-" when it has none
+#: The official SQLite saver at our ``synchronous = NORMAL`` (write workloads only).
+NORMAL = "official_normal"
+
+
+def opener(impl: str) -> tuple[str, dict[str, Any]]:
+    """The saver :func:`.backends.open_sync` / ``open_async`` opens for ``impl``, and
+    the options that make it so."""
+    if impl == NORMAL:
+        return "official", {"normal": True}
+    return impl, {}
 
 
 @dataclass(frozen=True)
@@ -123,14 +137,22 @@ class Bench:
 
     # -- scheduling ---------------------------------------------------------------------------
 
-    def impls(self, dialect: str) -> tuple[str, ...]:
-        return ("ours", "official") if has_official(dialect) else ("ours",)
+    def impls(self, dialect: str, *, writes: bool = False) -> tuple[str, ...]:
+        """The savers of a workload; ``writes`` on SQLite: also the official saver at our
+        ``synchronous`` setting (:data:`NORMAL`)."""
+        if not has_official(dialect):
+            return ("ours",)
+        if writes and dialect == "sqlite":
+            return ("ours", NORMAL, "official")
+        return ("ours", "official")
 
-    def lineup(self, rep: int) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    def lineup(
+        self, rep: int, *, writes: bool = False
+    ) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         """``(dialect, mode, impls)`` of one repeat; who goes first alternates by repeat."""
         for dialect in self.dialects:
             for mode in MODES:
-                impls = self.impls(dialect)
+                impls = self.impls(dialect, writes=writes)
                 yield dialect, mode, impls if rep % 2 == 0 else impls[::-1]
 
     def on_fresh_stores(
@@ -143,38 +165,36 @@ class Bench:
         after: Callable[[str, str, str, Store], None] | None = None,
         each_repeat: Callable[[], None] | None = None,
         opened: bool = True,
-        same_sync: bool = False,
     ) -> None:
-        """Measure ``metric`` on a new empty store per saver and repeat.
+        """Measure ``metric`` on a new empty store per saver and repeat (on SQLite also
+        with the official saver at our ``synchronous`` setting, :data:`NORMAL`).
 
         ``opened``: ``body`` gets the opened saver; False: the store's tables are made
-        first, and ``body`` gets a function that opens (and sets up) a saver on it.
-        ``same_sync``: SQLite only, the official saver at our ``synchronous`` setting."""
+        first, and ``body`` gets a function that opens (and sets up) a saver on it."""
         for rep in range(self.s.repeats):
             log(f"{metric}: repeat {rep + 1}/{self.s.repeats}")
-            for dialect, mode, impls in self.lineup(rep):
-                if same_sync and dialect != "sqlite":
-                    continue
+            for dialect, mode, impls in self.lineup(rep, writes=True):
                 for impl in impls:
                     store = self.servers.new_store(dialect)
-                    opts: dict[str, Any] = {"pool": pool}
-                    if same_sync:
-                        opts["normal"] = True
+                    saver_impl, normal = opener(impl)
+                    opts: dict[str, Any] = {"pool": pool, **normal}
                     try:
                         if not opened:
-                            with open_sync(impl, store, **opts):
+                            with open_sync(saver_impl, store, **opts):
                                 pass  # the tables: an existing database
                             gc.collect()
                         if mode == "sync" and opened:
-                            with open_sync(impl, store, **opts) as saver:
+                            with open_sync(saver_impl, store, **opts) as saver:
                                 gc.collect()
                                 value = body(saver)
                         elif mode == "sync":
-                            value = body(partial(open_sync, impl, store, **opts))
+                            value = body(partial(open_sync, saver_impl, store, **opts))
                         elif opened:
-                            value = asyncio.run(_opened(impl, store, opts, abody))
+                            value = asyncio.run(_opened(saver_impl, store, opts, abody))
                         else:
-                            value = asyncio.run(abody(partial(open_async, impl, store, **opts)))
+                            value = asyncio.run(
+                                abody(partial(open_async, saver_impl, store, **opts))
+                            )
                         self.raw[(metric, dialect, mode, impl)].append(value)
                         if after is not None:
                             after(dialect, mode, impl, store)
@@ -187,25 +207,28 @@ class Bench:
 
     def writes(self) -> None:
         s = self.s
-        # The bodies measured twice on SQLite: as each saver ships, and with the official
-        # saver at our synchronous setting (metric "<name>_same_sync").
-        put = (partial(w.put, n=s.puts, big=False), partial(w.aput, n=s.puts, big=False))
-        put_writes = (
-            partial(w.put_writes, n=s.write_calls),
-            partial(w.aput_writes, n=s.write_calls),
+        self.on_fresh_stores(
+            "put",
+            partial(w.put, n=s.puts, big=False),
+            partial(w.aput, n=s.puts, big=False),
+            after=self._storage,
         )
-        graph = (partial(w.graph, n=s.invokes), partial(w.agraph, n=s.invokes))
-        self.on_fresh_stores("put", *put, after=self._storage)
-        self.on_fresh_stores("put_same_sync", *put, same_sync=True)
         self.on_fresh_stores(
             "put_1mb",
             partial(w.put, n=s.big_puts, big=True),
             partial(w.aput, n=s.big_puts, big=True),
         )
-        self.on_fresh_stores("put_writes", *put_writes)
-        self.on_fresh_stores("put_writes_same_sync", *put_writes, same_sync=True)
-        self.on_fresh_stores("graph_same_sync", *graph, same_sync=True)
-        self.on_fresh_stores("graph", *graph, each_repeat=self._graph_without_checkpointer)
+        self.on_fresh_stores(
+            "put_writes",
+            partial(w.put_writes, n=s.write_calls),
+            partial(w.aput_writes, n=s.write_calls),
+        )
+        self.on_fresh_stores(
+            "graph",
+            partial(w.graph, n=s.invokes),
+            partial(w.agraph, n=s.invokes),
+            each_repeat=self._graph_without_checkpointer,
+        )
         self.on_fresh_stores(
             "short_lived",
             partial(w.short_lived, n=s.short_lived),
@@ -220,7 +243,7 @@ class Bench:
         )
 
     def _storage(self, dialect: str, mode: str, impl: str, store: Store) -> None:
-        if mode == "sync":
+        if mode == "sync" and impl != NORMAL:  # the same rows as "official"
             size = storage_bytes(store, tables(impl, dialect))
             self.raw[("storage", dialect, "-", impl)].append(size / (self.s.puts + w.WARMUP))
 
@@ -344,27 +367,30 @@ class Bench:
         stores: dict[tuple[str, str], Store] = {}
         try:
             for dialect in self.dialects:
-                for impl in self.impls(dialect):
+                for impl in self.impls(dialect, writes=True):
                     log(f"fill: delete_thread, {impl} on {dialect}")
                     store = stores[(dialect, impl)] = self.servers.new_store(dialect)
-                    with open_sync(impl, store, fill=True) as saver:
+                    with open_sync(opener(impl)[0], store, fill=True) as saver:
                         h = History(saver, "d-source")
                         for _ in range(s.delete_size):
                             h.put()
                     targets = [f"d-{mode}-{rep}" for mode in MODES for rep in range(s.repeats)]
-                    copy_thread(store, tables(impl, dialect), "d-source", targets)
-                    analyze(store, tables(impl, dialect))
+                    names = tables(opener(impl)[0], dialect)
+                    copy_thread(store, names, "d-source", targets)
+                    analyze(store, names)
             for rep in range(s.repeats):
                 log(f"delete_thread: repeat {rep + 1}/{s.repeats}")
-                for dialect, mode, impls in self.lineup(rep):
+                for dialect, mode, impls in self.lineup(rep, writes=True):
                     for impl in impls:
                         store, thread = stores[(dialect, impl)], f"d-{mode}-{rep}"
+                        saver_impl, normal = opener(impl)
                         if mode == "sync":
-                            with open_sync(impl, store) as saver:
+                            with open_sync(saver_impl, store, **normal) as saver:
                                 value = w.delete_thread(saver, thread)
                         else:
                             body = partial(w.adelete_thread, thread_id=thread)
-                            value = asyncio.run(_opened(impl, store, {"pool": 1}, body))
+                            opts = {"pool": 1, **normal}
+                            value = asyncio.run(_opened(saver_impl, store, opts, body))
                         self.raw[("delete", dialect, mode, impl)].append(value)
         finally:
             for store in stores.values():
