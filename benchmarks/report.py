@@ -261,10 +261,14 @@ def _sqlite_write_rows(
     if not ours:
         return []
     name = OFFICIAL_NAMES[("sqlite", mode)]
-    # Runs saved before every write row had both: "<metric>_same_sync" held the NORMAL one.
-    normal = raw.get((metric, "sqlite", mode, NORMAL)) or raw.get(
-        (f"{metric}_same_sync", "sqlite", mode, "official"), []
-    )
+    normal = raw.get((metric, "sqlite", mode, NORMAL), [])
+    ours_normal = ours
+    legacy = f"{metric}_same_sync"
+    if not normal and (legacy, "sqlite", mode, "official") in raw:
+        # A run saved before every write row had both: "<metric>_same_sync" measured
+        # ours and SqliteSaver at NORMAL, side by side, apart from the plain metric.
+        normal = raw[(legacy, "sqlite", mode, "official")]
+        ours_normal = raw.get((legacy, "sqlite", mode, "ours"), ours)
     full = raw.get((metric, "sqlite", mode, "official"), [])
     backend = f"SQLite {mode}"
     rows = []
@@ -275,7 +279,7 @@ def _sqlite_write_rows(
                 label,
                 backend + SAME_PROMISE,
                 unit,
-                ours,
+                ours_normal,
                 normal,
                 f"{name} NORMAL",
                 SAME_PROMISE_TARGETS.get(metric),
