@@ -43,6 +43,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .cgsplit import split
+
 OPS = ("put", "put_writes", "get_tuple", "list")
 HISTORY = 50
 CALLS = {"put": 100, "put_writes": 100, "get_tuple": 100, "list": 10}
@@ -282,16 +284,9 @@ def _build_marker(tmp: str) -> str:
     return lib
 
 
-def _totals(path: str) -> int:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("totals:"):
-                return int(line.split()[1])
-    raise ValueError(f"no totals in {path}")
-
-
-def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, int]:
-    """Run ``child(spec)`` under callgrind; the instructions of each labelled segment."""
+def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, int]]:
+    """Run ``child(spec)`` under callgrind; the instructions of each labelled segment,
+    split (:func:`.cgsplit.split`)."""
     out = os.path.join(tmp, f"cg.{tag}")
     spec = {**spec, "labels": os.path.join(tmp, f"labels.{tag}.json")}
     cmd = [
@@ -313,22 +308,32 @@ def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, int]:
         labels = json.load(f)
     # out.1 is everything before the first marker; out.2... the segments, in order.
     dumps = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-    segments = [_totals(p) for p in dumps[1 : 1 + len(labels)]]
-    return dict(zip(labels, segments, strict=True))
+    return {label: split(p) for label, p in zip(labels, dumps[1 : 1 + len(labels)], strict=True)}
 
 
-def _per_call(segments: dict[str, int], calls: dict[str, int]) -> dict[str, int]:
-    result = {}
-    for label, total in segments.items():
+def _per_call(
+    segments: dict[str, dict[str, int]], calls: dict[str, int]
+) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Instructions per call, and their split (:mod:`.cgsplit`), by call."""
+    totals: dict[str, int] = {}
+    parts: dict[str, dict[str, int]] = {}
+    for label, seg in segments.items():
         if label == "startup":
-            result["startup"] = total
+            totals["startup"], parts["startup"] = seg["total"], seg
         elif not label.endswith(":base"):
-            result[label] = round((total - segments[f"{label}:base"]) / calls[label])
-    return result
+            base = segments[f"{label}:base"]
+            n = calls[label]
+            parts[label] = {k: round((seg[k] - base[k]) / n) for k in seg}
+            totals[label] = parts[label]["total"]
+    return totals, parts
 
 
 def measure(
-    dialects: tuple[str, ...], doors: tuple[str, ...], ops: tuple[str, ...], calls: dict[str, int]
+    dialects: tuple[str, ...],
+    doors: tuple[str, ...],
+    ops: tuple[str, ...],
+    calls: dict[str, int],
+    keep: bool = False,
 ) -> list[dict[str, Any]]:
     """Every (dialect, door, saver) under callgrind, two at a time; one record each."""
     from .backends import Servers, has_official
@@ -366,15 +371,24 @@ def measure(
         def one(job: tuple[str, dict[str, Any], str]) -> dict[str, Any]:
             tag, spec, impl = job
             t0 = time.perf_counter()
-            per = _per_call(_run_child(spec, tmp, tag), calls)
+            per, parts = _per_call(_run_child(spec, tmp, tag), calls)
             print(f"  {tag}: {per} ({time.perf_counter() - t0:.0f} s)", flush=True)
-            return {"dialect": spec["dialect"], "door": spec["door"], "impl": impl, "per_call": per}
+            return {
+                "dialect": spec["dialect"],
+                "door": spec["door"],
+                "impl": impl,
+                "per_call": per,
+                "split": parts,
+            }
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(one, jobs))
     finally:
         servers.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if keep:
+            print(f"callgrind dumps kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _prepare(impl: str, store: Any) -> None:
@@ -435,6 +449,26 @@ def table(rs: list[dict[str, Any]]) -> str:
             else f"| {DIALECT_NAMES[r['dialect']]} | {r['door']} | {r['call']} | {r['ours']:,} "
             f"| | | | {aos} |"
         )
+    return "\n".join(lines)
+
+
+def split_table(records: list[dict[str, Any]]) -> str:
+    """Where each call's instructions go (:mod:`.cgsplit`), ours and official, sync door."""
+    from .backends import DIALECT_NAMES
+
+    lines = [
+        "| backend | call | saver | total | serde | driver | rest (Python: saver, "
+        "SQLAlchemy, LangGraph) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in records:
+        if r["door"] != "sync":
+            continue
+        for op, p in r["split"].items():
+            lines.append(
+                f"| {DIALECT_NAMES[r['dialect']]} | {op} | {r['impl']} | {p['total']:,} "
+                f"| {p['serde']:,} | {p['driver']:,} | {p['rest']:,} |"
+            )
     return "\n".join(lines)
 
 
@@ -500,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=float, default=1.0, help="scale the calls per segment")
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--profile", action="store_true", help="also cProfile each call")
+    parser.add_argument("--keep", action="store_true", help="keep the callgrind dumps")
     args = parser.parse_args(argv)
     if args.child:
         child(json.loads(args.child))
@@ -515,9 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     ops = tuple(op for op in OPS if op in args.ops.split(","))
     calls = {op: max(1, round(n * args.calls)) for op, n in CALLS.items()}
     t0 = time.perf_counter()
-    records = measure(dialects, doors, ops, calls)
+    records = measure(dialects, doors, ops, calls, args.keep)
     rs = rows(records)
     print(table(rs))
+    print()
+    print(split_table(records))
     result = {
         "command": "python -m benchmarks --instructions " + " ".join(sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

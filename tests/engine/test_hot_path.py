@@ -4,6 +4,10 @@
   new object is serialised again whatever its version says.
 - The statements of a graph step run on the driver's cursor, yet a
   ``before_cursor_execute`` listener (instrumentation) still sees every one of them.
+- SQL logging (``echo``) shows them too.
+- They run on a pooled connection without a ``Connection`` object (the short door) unless
+  a listener it would skip is registered; a task's writes that take several statements
+  are stored in one transaction.
 - On PostgreSQL a put with blob rows and a delete_thread are one statement each.
 - Savers built by ``from_conn_string`` for the same database share their engines, which
   are disposed when the last of them closes and serve the next saver after that.
@@ -11,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +27,7 @@ from sqlalchemy import event
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engine import cursor
+from langgraph.checkpoint.sqlalchemy._engine.lane import Lane
 
 from ..checkpoints import next_checkpoint
 from ..doors import Door
@@ -179,3 +185,87 @@ async def test_compiled_statements_are_bounded(door: Door, monkeypatch: Any) -> 
     got = await door.get_tuple(_config("t"))
     assert got.checkpoint["channel_values"]["step"] == 2 and len(got.pending_writes) == 1
     assert len(cursor._CACHE) <= 2
+
+
+async def test_sql_logging_shows_every_statement_of_a_graph_step(
+    door: Door, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``echo`` (the ``sqlalchemy.engine`` logger at INFO) logs the graph step's
+    statements too, though they otherwise run on the driver's cursor."""
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+        configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": 0}])
+        await door.put_writes(configs[0], [("messages", "hi"), ("step", 1)], "task-1")
+        got = await door.get_tuple(_config("t"))
+    assert got is not None and len(got.pending_writes) == 2
+    logged = [r for r in caplog.records if r.name.startswith("sqlalchemy")]
+    text = " ".join(r.getMessage().upper() for r in logged)
+    text = text.replace('"', "").replace("`", "")
+    for table in ("LGSA_CHECKPOINTS", "LGSA_CHECKPOINT_WRITES"):
+        assert re.search(rf"INSERT INTO (\S+\.)?{table} ", text), table
+
+
+async def test_a_graph_step_takes_the_short_door(door: Door, monkeypatch: Any) -> None:
+    """put, put_writes and get_tuple run on a pooled connection without a
+    ``Connection`` object (:mod:`._engine.lane`) when nothing listens."""
+    taken: list[str] = []
+    real = Lane.run
+
+    def counting(self: Lane, access: str, write: bool, op: Any, args: Any) -> Any:
+        taken.append(op.__name__)
+        return real(self, access, write, op, args)
+
+    await _put_steps(door, "warm-up", [{"step": 0}])  # schema checked, MySQL packet read
+    monkeypatch.setattr(Lane, "run", counting)
+    configs = await _put_steps(door, "t", [{"messages": BIG_LIST, "step": 0}])
+    await door.put_writes(configs[0], [("messages", "hi"), ("step", 1)], "task-1")
+    got = await door.get_tuple(_config("t"))
+    assert got is not None and len(got.pending_writes) == 2
+    assert taken == ["put", "put_writes", "get_checkpoint"]
+
+
+async def test_a_connection_listener_closes_the_short_door(door: Door) -> None:
+    """A ``begin``/``commit`` listener (one the short door would not fire) sends the
+    graph step through ``Connection`` again: the listener sees each transaction."""
+    seen: list[str] = []
+
+    def on_commit(_conn: Any) -> None:
+        seen.append("commit")
+
+    engines = (door.saver.engine, door.saver.async_engine.sync_engine)
+    for engine in engines:
+        event.listen(engine, "commit", on_commit)
+    try:
+        await _put_steps(door, "t", [{"step": 0}])
+    finally:
+        for engine in engines:
+            event.remove(engine, "commit", on_commit)
+    assert seen
+
+
+async def test_many_writes_of_one_task_are_one_transaction(door: Door) -> None:
+    """More writes than one multi-row INSERT holds: several statements, all or none."""
+    configs = await _put_steps(door, "t", [{"step": 0}])
+    writes = [(f"ch{i}", i) for i in range(cursor.MANY_ROWS + 10)]
+    calls = 0
+
+    def fail_second(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        nonlocal calls
+        if "lgsa_checkpoint_writes" in statement.lower().replace('"', "").replace("`", ""):
+            calls += 1
+            if calls == 2:
+                raise RuntimeError("interrupted between two statements")
+
+    engines = (door.saver.engine, door.saver.async_engine.sync_engine)
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", fail_second)
+    try:
+        with pytest.raises(RuntimeError, match="interrupted"):
+            await door.put_writes(configs[0], writes, "task-1")
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", fail_second)
+    got = await door.get_tuple(configs[0])
+    assert got is not None and got.pending_writes == []
+    await door.put_writes(configs[0], writes, "task-1")
+    got = await door.get_tuple(configs[0])
+    assert got is not None and len(got.pending_writes) == len(writes)

@@ -16,8 +16,9 @@ Kept from SQLAlchemy: the transaction (begun by SQLAlchemy, with the dialect's b
 hooks, before the first statement), error handling (a driver error is wrapped, and a
 dropped connection invalidated, by the connection's own handler), and instrumentation:
 when a ``before_cursor_execute``/``after_cursor_execute`` listener is registered (an
-OpenTelemetry or statement-counting hook), statements go through ``Connection.execute``
-so that every listener sees them. A construct that needs SQLAlchemy's execution-time
+OpenTelemetry or statement-counting hook) or SQL logging is on (``echo``, the
+``sqlalchemy.engine`` logger at INFO), statements go through ``Connection.execute``
+so that every listener and the log see them. A construct that needs SQLAlchemy's execution-time
 rendering (an expanding ``IN``) also goes through ``Connection.execute``.
 """
 
@@ -136,6 +137,9 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
 
 
 def _listened(conn: Connection) -> bool:
+    """A cursor listener, or SQL logging (``echo``), wants to see the statement."""
+    if conn._echo:
+        return True
     dispatch: Any = conn.dispatch
     return bool(dispatch.before_cursor_execute) or bool(dispatch.after_cursor_execute)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import migrate
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
+from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour, Lane
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, QueryBuilder
@@ -76,6 +77,8 @@ AccessOptions = Mapping[Access, Mapping[str, Any]]
 """Execution options of each :class:`Access` (schema map, dialect options)."""
 
 _WRITES = (Access.WRITE, Access.WRITE_ONE)
+#: The accesses a :class:`~._engine.lane.Lane` may serve (one statement, no transaction).
+ONE = (Access.READ_ONE, Access.WRITE_ONE)
 
 E = TypeVar("E", Engine, "AsyncEngine")
 
@@ -109,7 +112,7 @@ class Doors(Generic[E]):
         options: Execution options of each access.
     """
 
-    __slots__ = ("_open", "engine")
+    __slots__ = ("_open", "engine", "lane")
 
     def __init__(self, engine: E, options: AccessOptions) -> None:
         self.engine: E = engine
@@ -117,6 +120,12 @@ class Doors(Generic[E]):
         for access, opts in options.items():
             handle: Any = engine.execution_options(**opts)
             self._open[access] = handle.begin if access in _WRITES else handle.connect
+        #: The short door of one-statement operations (:mod:`._engine.lane`).
+        sync: Any = getattr(engine, "sync_engine", engine)
+        self.lane = Lane(
+            sync,
+            {a.value: options[a] for a in ONE if a in options},
+        )
 
     def connect(self, access: Access) -> Any:
         """A connection context for ``access``: ``begin()`` for a write (a transaction,
@@ -176,6 +185,13 @@ class SyncRunner:
         retry: Retry | None = None
         while True:
             try:
+                if self.schema_checked and op in CAPABLE and access in ONE:
+                    lane = self.sync.lane
+                    if lane.open(access.value):
+                        try:
+                            return lane.run(access.value, access is Access.WRITE_ONE, op, args)  # type: ignore[no-any-return]
+                        except Detour:
+                            pass  # through the full door
                 with self.sync.connect(access) as conn:
                     if not self.schema_checked:
                         self.check_schema(conn)

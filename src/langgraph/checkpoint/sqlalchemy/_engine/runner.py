@@ -28,9 +28,11 @@ import copy
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
+    ONE,
+    Access,
     AccessOptions,
     Doors,
     Plan,
@@ -39,15 +41,14 @@ from langgraph.checkpoint.sqlalchemy._engine.doors import (
     has_connected,
     not_retried,
 )
+from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
-if TYPE_CHECKING:
-    from langgraph.checkpoint.sqlalchemy._engine.doors import Access
+from sqlalchemy.util import greenlet_spawn
 
 #: Seconds a new loop waits for the primary engine's first connection (on another
 #: thread) to initialise the dialect; past it, it goes on and connects itself.
@@ -276,7 +277,20 @@ class Runner(SyncRunner):
         retry: Retry | None = None
         while True:
             try:
-                async with self.per_loop.current().connect(access) as conn:
+                doors = self.per_loop.current()
+                lane = doors.lane
+                if (
+                    self.schema_checked
+                    and op in CAPABLE
+                    and access in ONE
+                    and lane.open(access.value)
+                ):
+                    write = access is Access.WRITE_ONE
+                    try:
+                        return await greenlet_spawn(lane.run, access.value, write, op, args)
+                    except Detour:
+                        pass  # through the full door
+                async with doors.connect(access) as conn:
                     if not self.schema_checked:
                         await conn.run_sync(self.check_schema)
                     return await conn.run_sync(op, *args)

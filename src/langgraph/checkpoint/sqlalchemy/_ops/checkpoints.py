@@ -27,6 +27,7 @@ from langgraph.checkpoint.sqlalchemy._codec.records import (
     CheckpointRows,
 )
 from langgraph.checkpoint.sqlalchemy._engine import cursor
+from langgraph.checkpoint.sqlalchemy._engine.lane import capable
 from langgraph.checkpoint.sqlalchemy._ops import metaindex as _metaindex
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointConflictError
@@ -175,7 +176,7 @@ class Statements:
                 self.qb.keys_in(self._blob_columns, len(keys))
             )
             self._blobs_in[len(keys)] = stmt
-        return conn.execute(stmt, self.qb.keys_params(keys))
+        return cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
 
     def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
         """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
@@ -234,6 +235,7 @@ def _with_writes(checkpoint: Select[Any]) -> Select[Any]:
     )
 
 
+@capable
 def put(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     """Store one checkpoint row, the channel values it introduces and its pending writes
     (if any, first), in one transaction.
@@ -295,6 +297,7 @@ def put_checked(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
         put(conn, st, rows)
 
 
+@capable
 def put_writes(
     conn: Connection, st: Statements, rows: Sequence[dict[str, Any]], replace: bool
 ) -> None:
@@ -312,6 +315,7 @@ def put_writes(
         st.insert_rows(conn, name, batch)
 
 
+@capable
 def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
     """Delete every row of ``thread_id`` in every table and namespace: one statement
     where the dialect runs deletes in a ``WITH`` clause, else three (in a transaction)."""
@@ -322,6 +326,7 @@ def delete_thread(conn: Connection, st: Statements, thread_id: str) -> None:
         conn.execute(stmt, {"thread_id": thread_id})
 
 
+@capable
 def get_checkpoint(
     conn: Connection,
     st: Statements,

@@ -33,6 +33,7 @@ from langgraph.checkpoint.sqlalchemy._codec.records import (
     PendingWrite,
 )
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
+from langgraph.checkpoint.sqlalchemy._engine.cursor import MANY_ROWS
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
 from langgraph.checkpoint.sqlalchemy._ops import browse as _browse
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
@@ -121,9 +122,12 @@ class Plans:
     ) -> Plan[None]:
         rows, replace = self.codec.write_rows(config, writes, task_id, task_path)
         if rows:
-            # One multi-row INSERT, atomic on its own, when its values fit one batch.
-            size = sum(len(r["blob"] or b"") for r in rows)
-            access = Access.WRITE_ONE if size <= _checkpoints.BATCH_BYTES else Access.WRITE
+            # One multi-row INSERT, atomic on its own, when its rows and values fit one
+            # statement; else several, in a transaction.
+            one = len(rows) <= MANY_ROWS and (
+                sum(len(r["blob"] or b"") for r in rows) <= _checkpoints.BATCH_BYTES
+            )
+            access = Access.WRITE_ONE if one else Access.WRITE
             yield access, _checkpoints.put_writes, (self.st, rows, replace)
 
     def delete_thread(self, thread_id: str) -> Plan[None]:

@@ -1,0 +1,202 @@
+"""The short door of the graph step's one-statement operations.
+
+A graph step reads a checkpoint (``get_tuple``), stores one (``put``) and stores pending
+writes (``put_writes``): each one statement, with no transaction around it
+(:attr:`.Access.READ_ONE`, :attr:`.Access.WRITE_ONE`). Through SQLAlchemy's
+``Connection`` each costs, besides the statement, a ``Connection`` object, a
+``RootTransaction`` with its begin and commit events, and the AUTOCOMMIT toggles of the
+execution options: measured 61 us of a 320 us ``put_writes`` on SQLite, against 17 us for
+the pool's checkout and check-in alone.
+
+:class:`Lane` runs such an operation on a connection checked out of the engine's own pool
+(``Engine.raw_connection()``: its checkout events, ``pool_pre_ping``, reset-on-return all
+kept) and hands it a :class:`LaneConnection`, which the statements of
+:mod:`._engine.cursor` use as they use a ``Connection``. What it does not run, it leaves to
+the full door:
+
+- a statement that needs ``Connection.execute`` (the first read of MySQL's packet limit, a
+  statement with an expanding ``IN``) raises :class:`Detour` before anything was run on
+  the lane, and the operation is run again through the full door;
+- an engine with listeners the lane would skip (cursor, execute, connect, begin, commit,
+  rollback events other than the dialect's own), with SQL logging on (``echo``), or with
+  execution options the lane does not know, never takes it;
+- only operations marked :func:`capable` take it: one statement, or reads.
+
+Transactions are the same as through the full door: on PostgreSQL the connection is set
+to AUTOCOMMIT for the statement and reset after it (what the ``isolation_level`` execution
+option does), on SQLite the statement runs in the driver's autocommit mode (our engines
+issue ``BEGIN`` themselves), on MySQL/MariaDB a write is committed and a read rolled back
+on return. A driver error goes through SQLAlchemy's own handler (``handle_error``
+listeners, wrapping in ``DBAPIError``, invalidating a dropped connection and the pool's
+older ones), through a ``Connection`` made around the checked-out connection only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar
+
+from langgraph.checkpoint.sqlalchemy.dialects import NO_TRANSACTION_OPTION, WRITE_OPTION
+from sqlalchemy import Connection, Engine
+
+__all__ = ["CAPABLE", "Detour", "Lane", "LaneConnection", "capable"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The operations that may run on a :class:`Lane` (see :func:`capable`).
+CAPABLE: set[Callable[..., Any]] = set()
+
+#: Execution options the lane reproduces: the schema map (read by the compiled
+#: statements), AUTOCOMMIT (set around the statement) and our own markers.
+_KNOWN = frozenset({"schema_translate_map", "isolation_level", NO_TRANSACTION_OPTION, WRITE_OPTION})
+
+#: Engine events a lane would not fire (``begin`` is checked against the dialect's own).
+_SKIPPED = (
+    "before_cursor_execute",
+    "after_cursor_execute",
+    "before_execute",
+    "after_execute",
+    "engine_connect",
+    "commit",
+    "rollback",
+    "set_connection_execution_options",
+)
+
+
+def capable(op: F) -> F:
+    """Mark ``op`` as one that may run on a :class:`Lane`: a read, or a write of one
+    statement (atomic on its own) whose statements all go through
+    :mod:`._engine.cursor`, and that calls ``Connection.execute`` only before its first
+    statement (a :class:`Detour` there re-runs it through the full door)."""
+    CAPABLE.add(op)
+    return op
+
+
+class Detour(Exception):
+    """The operation needs the full door (raised before the lane ran a statement of a
+    write)."""
+
+
+class LaneConnection:
+    """What :mod:`._engine.cursor` uses of a ``Connection``, on a lane's checked-out
+    connection (see the module)."""
+
+    __slots__ = ("_options", "connection", "dialect", "dispatch", "engine", "ran")
+
+    _echo = False
+
+    def __init__(self, engine: Engine, fairy: Any, options: Mapping[str, Any]) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect
+        self.dispatch = engine.dispatch
+        self.connection = fairy
+        self._options = options
+        self.ran = False
+
+    def get_execution_options(self) -> Mapping[str, Any]:
+        """The execution options of the access (engine's and the door's)."""
+        return self._options
+
+    def in_transaction(self) -> bool:
+        """True: nothing to begin (the statement runs as the access says, see the
+        module). Called before each statement: notes that one ran."""
+        self.ran = True
+        return True
+
+    def execute(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        """Not on the lane: :class:`Detour`."""
+        raise Detour()
+
+    def _handle_dbapi_exception(
+        self, e: BaseException, statement: Any, parameters: Any, cursor: Any, context: Any
+    ) -> NoReturn:
+        conn = Connection(self.engine, connection=self.connection)
+        conn._handle_dbapi_exception(e, statement, parameters, cursor, context)
+        raise e  # (the handler always raises)
+
+
+class Lane:
+    """The short door of one engine (sync, or the sync face of an async one, driven
+    inside ``greenlet_spawn``).
+
+    Args:
+        engine: The engine (the base one; the lane reads its pool and listeners).
+        options: Execution options of the two one-statement accesses, by name
+            (``"read-one"``, ``"write-one"``: :class:`.Access` values).
+    """
+
+    __slots__ = ("_autocommit", "_begin", "_options", "dialect", "engine", "pool")
+
+    def __init__(self, engine: Engine, options: Mapping[str, Mapping[str, Any]]) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect
+        self.pool = engine.pool
+        base = dict(engine.get_execution_options())
+        self._options: dict[str, dict[str, Any] | None] = {}
+        self._autocommit: dict[str, bool] = {}
+        for access, opts in options.items():
+            merged = {**base, **opts}
+            level = merged.get("isolation_level")
+            known = set(merged) <= _KNOWN and level in (None, "AUTOCOMMIT")
+            self._options[access] = merged if known else None
+            self._autocommit[access] = level == "AUTOCOMMIT"
+        # The dialect's own begin listener (SQLite's BEGIN IMMEDIATE) skips one-statement
+        # accesses; any other begin listener closes the lane.
+        self._begin = tuple(engine.dispatch.begin)
+
+    def open(self, access: str) -> bool:
+        """Whether ``access`` may take the lane now (no listener it would skip, no SQL
+        logging)."""
+        if self._options.get(access) is None:
+            return False
+        engine = self.engine
+        if engine._should_log_info():
+            return False
+        dispatch = engine.dispatch
+        for name in _SKIPPED:
+            if getattr(dispatch, name):
+                return False
+        return not dispatch.begin or tuple(dispatch.begin) == self._begin
+
+    def run(self, access: str, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """``op(conn, *args)`` on a checked-out connection; a write committed.
+
+        Raises:
+            Detour: ``op`` needs the full door (nothing was run).
+            sqlalchemy.exc.DBAPIError: The driver's error, as SQLAlchemy wraps it.
+        """
+        options = self._options[access]
+        assert options is not None
+        error = self.dialect.loaded_dbapi.Error
+        try:
+            fairy = self.pool.connect()
+        except error as e:
+            Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
+            raise
+        conn = LaneConnection(self.engine, fairy, options)
+        dialect = self.dialect
+        autocommit = self._autocommit[access]
+        dbapi_connection: Any = fairy.dbapi_connection
+        try:
+            try:
+                if autocommit:
+                    dialect.set_isolation_level(dbapi_connection, "AUTOCOMMIT")
+                try:
+                    result = op(conn, *args)
+                    if write:
+                        fairy.commit()
+                finally:
+                    if autocommit:
+                        dialect.reset_isolation_level(dbapi_connection)
+            except error as e:  # raised outside a statement: commit, the toggles
+                conn._handle_dbapi_exception(e, None, None, None, None)
+            except Detour:
+                if write and conn.ran:
+                    raise RuntimeError(
+                        f"{op.__name__} needs Connection.execute after its first "
+                        "statement: it must not be marked capable"
+                    ) from None
+                raise
+        finally:
+            fairy.close()
+        return result
