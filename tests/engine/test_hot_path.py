@@ -269,3 +269,47 @@ async def test_many_writes_of_one_task_are_one_transaction(door: Door) -> None:
     await door.put_writes(configs[0], writes, "task-1")
     got = await door.get_tuple(configs[0])
     assert got is not None and len(got.pending_writes) == len(writes)
+
+
+@pytest.mark.parametrize("dialect_name", ["sqlite", "postgresql", "mysql"])
+def test_values_that_skip_a_type_processor_are_those_it_leaves_unchanged(
+    dialect_name: str,
+) -> None:
+    """The cursor path skips the bind processor of an identifier type for short ASCII
+    text, and the result processor for text read back: only where the processor would
+    return the very value."""
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+    from langgraph.checkpoint.sqlalchemy import schema
+
+    dialect = {"sqlite": sqlite, "postgresql": postgresql, "mysql": mysql}[dialect_name].dialect()
+    values = [
+        "",
+        "thread-1",
+        "a" * schema.NAME_KEY_LENGTH,
+        "a" * (schema.NAME_KEY_LENGTH + 1),
+        schema.NAME_KEY_MARKER + "abc",
+        "ключ",
+        "bad \udc80",
+        schema.StoredKey("stored"),
+    ]
+    for type_ in (schema.NameKey(schema.NAME_KEY_LENGTH), schema.KeyText(100), schema.FullName()):
+        bind = type_.dialect_impl(dialect).bind_processor(dialect)
+        assert bind is not None
+        limit = cursor._ascii_unchanged(type_, dialect)
+        for v in values:
+            skipped = (
+                limit
+                and type(v) is str
+                and len(v) <= limit
+                and v.isascii()
+                and not v.startswith(schema.NAME_KEY_MARKER)
+            )
+            if skipped:
+                assert bind(v) == v and type(bind(v)) is str, (type_, v)
+        result = type_.dialect_impl(dialect).result_processor(dialect, None)
+        if cursor._str_read_unchanged(type_):
+            assert result is not None
+            for v in values:
+                if type(v) is str:
+                    assert result(v) == v and type(result(v)) is str, (type_, v)

@@ -25,18 +25,49 @@ rendering (an expanding ``IN``) also goes through ``Connection.execute``.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy.schema import (
+    NAME_KEY_LENGTH,
+    NAME_KEY_MARKER,
+    FullName,
+    KeyText,
+    NameKey,
+)
 from sqlalchemy import Connection, bindparam
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import Insert
 
 __all__ = ["MANY_ROWS", "execute", "insert_rows", "many_form", "many_params", "rows"]
 
 Processor = Callable[[Any], Any] | None
+
+
+def _ascii_unchanged(type_: Any, dialect: Dialect) -> int:
+    """Longest ASCII ``str`` (not starting with :data:`.schema.NAME_KEY_MARKER`) that
+    ``type_``'s bind processor returns unchanged on ``dialect``, 0 for none: such values
+    skip the processor's call. The identifier types of :mod:`.schema` store text as
+    it is outside MySQL/MariaDB (where it becomes UTF-8 bytes), and a name key is the
+    name itself up to :data:`.schema.NAME_KEY_LENGTH` characters."""
+    if dialect.name in ("mysql", "mariadb"):
+        return 0
+    if isinstance(type_, NameKey):
+        return NAME_KEY_LENGTH
+    if isinstance(type_, (KeyText, FullName)):
+        return sys.maxsize
+    return 0
+
+
+def _str_read_unchanged(type_: Any) -> bool:
+    """Whether ``type_``'s result processor returns a ``str`` read back unchanged (the
+    identifier types but :class:`.schema.NameKey`, which makes it a ``StoredKey``): such
+    values skip the processor's call."""
+    return isinstance(type_, (KeyText, FullName)) and not isinstance(type_, NameKey)
 
 
 class _Compiled:
@@ -46,6 +77,7 @@ class _Compiled:
         "_columns",
         "binds",
         "expanding",
+        "fast",
         "fixed",
         "names",
         "positional",
@@ -77,8 +109,12 @@ class _Compiled:
         self.binds: tuple[Processor, ...] = tuple(
             by_name[n].type.dialect_impl(dialect).bind_processor(dialect) for n in self.names
         )
-        # Result processors, known once a cursor described the columns.
-        self.result: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None
+        self.fast: tuple[int, ...] = tuple(
+            _ascii_unchanged(by_name[n].type, dialect) for n in self.names
+        )
+        # Result processors, known once a cursor described the columns:
+        # (index, processor, whether a str skips it).
+        self.result: tuple[tuple[int, Callable[[Any], Any], bool], ...] | None = None
         columns: Any = getattr(construct, "selected_columns", None)
         self.row_type: Any = (
             namedtuple("Row", list(columns.keys()), rename=True)
@@ -94,11 +130,19 @@ class _Compiled:
         Raises:
             KeyError: ``params`` lacks a bound parameter of the statement.
         """
-        given = {**self.fixed, **params}
-        values = [
-            given[n] if p is None else p(given[n])
-            for n, p in zip(self.names, self.binds, strict=True)
-        ]
+        given = {**self.fixed, **params} if self.fixed else params
+        values = []
+        for n, p, fast in zip(self.names, self.binds, self.fast, strict=True):
+            v = given[n]
+            if p is not None and not (
+                fast
+                and type(v) is str
+                and len(v) <= fast
+                and v.isascii()
+                and not v.startswith(NAME_KEY_MARKER)
+            ):
+                v = p(v)
+            values.append(v)
         return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
 
 
@@ -153,8 +197,9 @@ def _driven(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled |
     return None if c.expanding else c
 
 
-def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any]) -> Any:
-    """Execute on the DBAPI cursor; return the cursor's rows (or None)."""
+def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any], first_only: int = 0) -> Any:
+    """Execute on the DBAPI cursor; return the cursor's rows (or None), the columns
+    before ``first_only`` processed in the first row only."""
     if not conn.in_transaction():
         conn.begin()  # what Connection.execute's autobegin does (the dialect's hooks)
     args = c.parameters(params)
@@ -178,7 +223,7 @@ def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any]) -> Any:
     if c.result is None:
         dialect = conn.dialect
         c.result = tuple(
-            (i, p)
+            (i, p, _str_read_unchanged(col.type))
             for i, (col, desc) in enumerate(zip(c._columns, description, strict=True))
             if (p := col.type.dialect_impl(dialect).result_processor(dialect, desc[1])) is not None
         )
@@ -186,16 +231,27 @@ def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any]) -> Any:
     if not c.result:
         return [make(r) for r in raw]
     out = []
+    processors = c.result
     for r in raw:
         values = list(r)
-        for i, p in c.result:
-            values[i] = p(values[i])
+        for i, p, str_unchanged in processors:
+            v = values[i]
+            if not (str_unchanged and type(v) is str):
+                values[i] = p(v)
         out.append(make(values))
+        if first_only:
+            processors = tuple(x for x in processors if x[0] >= first_only)
+            first_only = 0
     return out
 
 
 def rows(
-    conn: Connection, construct: ClauseElement, params: Mapping[str, Any], key: Any
+    conn: Connection,
+    construct: ClauseElement,
+    params: Mapping[str, Any],
+    key: Any,
+    *,
+    first_only: int = 0,
 ) -> list[Any]:
     """The rows of a SELECT construct, as named tuples of processed values (attributes
     named as the construct's columns).
@@ -207,6 +263,9 @@ def rows(
             (``LIMIT 1``) fill the others.
         key: What the compiled SQL depends on besides the construct
             (:meth:`.QueryBuilder.compile_key` of the connection's dialect).
+        first_only: The columns before this index are processed (their types' result
+            processors) in the first row only, raw in the others: a row joined to
+            several rows repeats its columns, and the caller reads them once.
 
     Raises:
         sqlalchemy.exc.DBAPIError: The driver's error, wrapped as SQLAlchemy wraps it.
@@ -214,7 +273,7 @@ def rows(
     c = _driven(conn, construct, key)
     if c is None:
         return list(conn.execute(construct, dict(params)).all())  # type: ignore[call-overload]
-    return _run(conn, c, params)  # type: ignore[no-any-return]
+    return _run(conn, c, params, first_only)  # type: ignore[no-any-return]
 
 
 def execute(

@@ -186,9 +186,14 @@ class Lane:
                     if write:
                         fairy.commit()
                 finally:
-                    if autocommit:
-                        dialect.reset_isolation_level(dbapi_connection)
-            except error as e:  # raised outside a statement: commit, the toggles
+                    if autocommit and fairy.is_valid:
+                        try:
+                            dialect.reset_isolation_level(dbapi_connection)
+                        except error:
+                            # Not to go back to the pool in AUTOCOMMIT: dropped (what
+                            # the pool does with a connection it cannot reset).
+                            fairy.invalidate()
+            except error as e:  # raised outside a statement: commit, AUTOCOMMIT on
                 conn._handle_dbapi_exception(e, None, None, None, None)
             except Detour:
                 if write and conn.ran:

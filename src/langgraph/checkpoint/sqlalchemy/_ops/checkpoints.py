@@ -345,11 +345,13 @@ def get_checkpoint(
     values (``value_versions``).
     """
     params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    # The checkpoint's columns repeat in each joined write row: read (processed) once.
+    once = len(CHECKPOINT_COLUMNS)
     if checkpoint_id:
         params["checkpoint_id"] = checkpoint_id
-        rows = cursor.rows(conn, st.by_id, params, st.key(conn))
+        rows = cursor.rows(conn, st.by_id, params, st.key(conn), first_only=once)
     else:
-        rows = cursor.rows(conn, st.latest, params, st.key(conn))
+        rows = cursor.rows(conn, st.latest, params, st.key(conn), first_only=once)
     if not rows:
         return None
     row = rows[0]
