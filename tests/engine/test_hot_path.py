@@ -210,7 +210,7 @@ async def test_a_graph_step_takes_the_short_door(door: Door, monkeypatch: Any) -
     taken: list[str] = []
     real = Lane.run
 
-    def counting(self: Lane, access: str, write: bool, op: Any, args: Any) -> Any:
+    def counting(self: Lane, access: Any, write: bool, op: Any, args: Any) -> Any:
         taken.append(op.__name__)
         return real(self, access, write, op, args)
 

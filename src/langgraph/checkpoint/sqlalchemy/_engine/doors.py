@@ -124,7 +124,7 @@ class Doors(Generic[E]):
         sync: Any = getattr(engine, "sync_engine", engine)
         self.lane = Lane(
             sync,
-            {a.value: options[a] for a in ONE if a in options},
+            {a: options[a] for a in ONE if a in options},
         )
 
     def connect(self, access: Access) -> Any:
@@ -187,9 +187,9 @@ class SyncRunner:
             try:
                 if self.schema_checked and op in CAPABLE and access in ONE:
                     lane = self.sync.lane
-                    if lane.open(access.value):
+                    if lane.open(access):
                         try:
-                            return lane.run(access.value, access is Access.WRITE_ONE, op, args)  # type: ignore[no-any-return]
+                            return lane.run(access, access is Access.WRITE_ONE, op, args)  # type: ignore[no-any-return]
                         except Detour:
                             pass  # through the full door
                 with self.sync.connect(access) as conn:

@@ -121,19 +121,20 @@ class Lane:
 
     Args:
         engine: The engine (the base one; the lane reads its pool and listeners).
-        options: Execution options of the two one-statement accesses, by name
-            (``"read-one"``, ``"write-one"``: :class:`.Access` values).
+        options: Execution options of the two one-statement accesses, by
+            :class:`.Access` (keys only compared, not imported: the doors import this
+            module).
     """
 
     __slots__ = ("_autocommit", "_begin", "_options", "dialect", "engine", "pool")
 
-    def __init__(self, engine: Engine, options: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, engine: Engine, options: Mapping[Any, Mapping[str, Any]]) -> None:
         self.engine = engine
         self.dialect = engine.dialect
         self.pool = engine.pool
         base = dict(engine.get_execution_options())
-        self._options: dict[str, dict[str, Any] | None] = {}
-        self._autocommit: dict[str, bool] = {}
+        self._options: dict[Any, dict[str, Any] | None] = {}
+        self._autocommit: dict[Any, bool] = {}
         for access, opts in options.items():
             merged = {**base, **opts}
             level = merged.get("isolation_level")
@@ -144,7 +145,7 @@ class Lane:
         # accesses; any other begin listener closes the lane.
         self._begin = tuple(engine.dispatch.begin)
 
-    def open(self, access: str) -> bool:
+    def open(self, access: Any) -> bool:
         """Whether ``access`` may take the lane now (no listener it would skip, no SQL
         logging)."""
         if self._options.get(access) is None:
@@ -158,7 +159,7 @@ class Lane:
                 return False
         return not dispatch.begin or tuple(dispatch.begin) == self._begin
 
-    def run(self, access: str, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    def run(self, access: Any, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """``op(conn, *args)`` on a checked-out connection; a write committed.
 
         Raises:

@@ -279,15 +279,10 @@ class Runner(SyncRunner):
             try:
                 doors = self.per_loop.current()
                 lane = doors.lane
-                if (
-                    self.schema_checked
-                    and op in CAPABLE
-                    and access in ONE
-                    and lane.open(access.value)
-                ):
+                if self.schema_checked and op in CAPABLE and access in ONE and lane.open(access):
                     write = access is Access.WRITE_ONE
                     try:
-                        return await greenlet_spawn(lane.run, access.value, write, op, args)
+                        return await greenlet_spawn(lane.run, access, write, op, args)
                     except Detour:
                         pass  # through the full door
                 async with doors.connect(access) as conn:
