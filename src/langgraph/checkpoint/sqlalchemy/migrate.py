@@ -117,6 +117,9 @@ def to_head(
     transaction begins (a MySQL snapshot taken before another process creates the
     tables would fail the migration with error 1412).
 
+    An empty database (none of our tables) on SQLite or PostgreSQL gets the head schema
+    in one step, stamped at head, without Alembic (``migrations/head.py``: Alembic's
+    "create_all, then stamp"); any other database is migrated by Alembic.
 
     Args:
         read: Opens a connection for the version query.
@@ -130,7 +133,23 @@ def to_head(
         up_to_date = is_at_head(conn, schema=schema)
     if not up_to_date:
         with write() as conn:
-            upgrade(conn, schema=schema)
+            if not _head_module().create(conn, schema, head_revision()):
+                upgrade(conn, schema=schema)
+
+
+@functools.cache
+def _head_module() -> Any:
+    """``head.py`` beside the scripts: the head schema in one step (see :func:`to_head`),
+    loaded from its file like Alembic loads ``env.py``."""
+    import importlib.util
+
+    path = Path(script_location()) / "head.py"
+    spec = importlib.util.spec_from_file_location("_lgsa_migrations_head", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{path} is missing; reinstall langgraph-checkpoint-sqlalchemy")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
