@@ -10,6 +10,10 @@ reflected metadata, each dialect's own catalog (SQLite's ``PRAGMA`` listings and
 ``WITHOUT ROWID``, PostgreSQL's index definitions, functions and triggers, MariaDB's
 ``SHOW CREATE TABLE``), and the rows of the version table, ``lgsa_metadata_keys`` and
 ``lgsa_locks``.
+
+MySQL/MariaDB replay the revisions in ``setup()`` too (``head.DIALECTS``): there the first
+test checks that ``setup()``'s path still ends where ``alembic upgrade head`` does, and
+the second that the one-step path is not taken.
 """
 
 from __future__ import annotations
