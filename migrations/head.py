@@ -20,7 +20,18 @@ ships beside ``env.py``); not a revision (Alembic reads ``versions/`` only).
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Connection, MetaData, PrimaryKeyConstraint, String, Table, inspect
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    create_mock_engine,
+    inspect,
+)
 
 import langgraph.store.sqlalchemy.tables  # noqa: F401  (adds the store's tables to metadata)
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import DEFAULT_KEYS
@@ -31,6 +42,11 @@ __all__ = ["DIALECTS", "create"]
 
 #: The dialects whose empty databases get the head schema in one step.
 DIALECTS = frozenset({"sqlite", "postgresql"})
+
+#: The ``CREATE TABLE``/``CREATE INDEX`` statements of the head schema, compiled from
+#: :data:`metadata` once a process by dialect (class and server version): compiling them
+#: is most of ``create``'s CPU time.
+_DDL: dict[tuple[Any, ...], list[str]] = {}
 
 
 def create(connection: Connection, schema: str | None, revision: str) -> bool:
@@ -60,7 +76,7 @@ def create(connection: Connection, schema: str | None, revision: str) -> bool:
         if ours & set(inspect(connection).get_table_names(schema=schema)):
             return False
         conn = connection.execution_options(schema_translate_map={None: schema})
-        metadata.create_all(conn, checkfirst=False)
+        _create_tables(conn, schema)
         if qb.metadata_index_rows:
             # Revision 0006 lists the default keys once it has indexed the stored
             # checkpoints (none here); PostgreSQL keeps no index rows.
@@ -75,3 +91,25 @@ def create(connection: Connection, schema: str | None, revision: str) -> bool:
         version.create(connection)
         connection.execute(version.insert().values(version_num=revision))
     return True
+
+
+def _create_tables(connection: Connection, schema: str | None) -> None:
+    """``metadata.create_all`` (every table, then its indexes, ``ddl_if`` honoured), its
+    statements compiled once a process and dialect (:data:`_DDL`) where no schema is
+    named; a named schema is compiled each time."""
+    if schema is not None:
+        metadata.create_all(connection, checkfirst=False)
+        return
+    dialect = connection.dialect
+    key = (type(dialect), dialect.server_version_info)
+    ddl = _DDL.get(key)
+    if ddl is None:
+        compiled: list[str] = []
+
+        def collect(statement: Any, *multiparams: Any, **params: Any) -> None:
+            compiled.append(str(statement.compile(dialect=dialect)))
+
+        metadata.create_all(create_mock_engine(connection.engine.url, collect), checkfirst=False)
+        ddl = _DDL.setdefault(key, compiled)
+    for statement in ddl:
+        connection.exec_driver_sql(statement)
