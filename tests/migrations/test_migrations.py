@@ -199,13 +199,23 @@ def test_exactly_one_head() -> None:
         assert not rev.is_branch_point, rev.revision
 
 
-def test_scripts_must_end_at_head_revision(monkeypatch: pytest.MonkeyPatch) -> None:
-    """head_revision() is schema.HEAD_REVISION, read without Alembic (test_exactly_one_head
-    checks it against the scripts); migrating refuses scripts that end elsewhere."""
-    monkeypatch.setattr(migrate, "HEAD_REVISION", "0001_initial")
+def test_cheap_history_is_alembics() -> None:
+    """head_revision() and known_revisions() come from the scripts' revision lines, read
+    without Alembic: the same history, in the same order, as Alembic's."""
+    script = ScriptDirectory.from_config(migrate.alembic_config())
+    alembic_history = tuple(rev.revision for rev in script.walk_revisions("base", "heads"))
+    assert migrate._history() == alembic_history[::-1]
+    assert migrate.head_revision() == script.get_current_head()
+    assert migrate.known_revisions() == {rev.revision for rev in script.walk_revisions()}
+
+
+def test_scripts_must_match_cheap_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migrating refuses scripts whose history Alembic reads otherwise than the cheap
+    reading (a script whose revision lines it misses), before any SQL."""
+    monkeypatch.setattr(migrate, "_history", lambda: ("0001_initial",))
     migrate._scripts.cache_clear()
     try:
-        with pytest.raises(RuntimeError, match="HEAD_REVISION"):
+        with pytest.raises(RuntimeError, match="revision and down_revision lines"):
             migrate.offline_sql("sqlite:///unused.db", "upgrade", "head")
     finally:
         migrate._scripts.cache_clear()

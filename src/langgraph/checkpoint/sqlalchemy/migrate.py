@@ -5,16 +5,20 @@ source; the wheel ships them as ``langgraph/checkpoint/sqlalchemy/migrations``. 
 version table is ``lgsa_alembic_version`` (:data:`~.schema.VERSION_TABLE`), so an
 application's own ``alembic_version`` and history stay untouched.
 
-Alembic is imported by the functions that migrate or read the scripts, not by this
-module: the saver's schema check (:func:`current_revision` against :func:`head_revision`,
-:func:`is_at_head`) runs on SQLAlchemy alone, so that a process that only reads or writes
-checkpoints (or lists threads) never loads Alembic.
+Alembic is imported by the functions that migrate, not by this module: the saver's
+schema check (:func:`current_revision` against :func:`head_revision`, :func:`is_at_head`)
+runs on SQLAlchemy alone, so that a process that only reads or writes checkpoints (or
+lists threads, or calls ``setup()`` on an up-to-date database) never loads Alembic. The
+revisions the scripts ship (:func:`head_revision`, :func:`known_revisions`) are read from
+the scripts' ``revision`` and ``down_revision`` lines (:func:`_history`), without importing
+them; migrating checks that Alembic reads the same history.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import re
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy.errors import DowngradeRefusedError, SchemaOutOfDateError
-from langgraph.checkpoint.sqlalchemy.schema import HEAD_REVISION, VERSION_TABLE
+from langgraph.checkpoint.sqlalchemy.schema import VERSION_TABLE
 from sqlalchemy import Column, Connection, MetaData, String, Table, select
 from sqlalchemy.exc import DBAPIError
 
@@ -113,6 +117,10 @@ def to_head(
     transaction begins (a MySQL snapshot taken before another process creates the
     tables would fail the migration with error 1412).
 
+    An empty database (none of our tables) on SQLite or PostgreSQL gets the head schema
+    in one step, stamped at head, without Alembic (``migrations/head.py``: Alembic's
+    "create_all, then stamp"); any other database is migrated by Alembic.
+
     Args:
         read: Opens a connection for the version query.
         write: Opens a connection in a write transaction for :func:`upgrade`.
@@ -125,7 +133,23 @@ def to_head(
         up_to_date = is_at_head(conn, schema=schema)
     if not up_to_date:
         with write() as conn:
-            upgrade(conn, schema=schema)
+            if not _head_module().create(conn, schema, head_revision()):
+                upgrade(conn, schema=schema)
+
+
+@functools.cache
+def _head_module() -> Any:
+    """``head.py`` beside the scripts: the head schema in one step (see :func:`to_head`),
+    loaded from its file like Alembic loads ``env.py``."""
+    import importlib.util
+
+    path = Path(script_location()) / "head.py"
+    spec = importlib.util.spec_from_file_location("_lgsa_migrations_head", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{path} is missing; reinstall langgraph-checkpoint-sqlalchemy")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def downgrade(connection: Connection, revision: str, *, schema: str | None = None) -> None:
@@ -193,7 +217,7 @@ def _alembic(
     threads migrating at once would overwrite in each other's hands."""
     from alembic.util import CommandError
 
-    _scripts()  # refuses scripts whose head is not HEAD_REVISION, before any SQL
+    _scripts()  # refuses scripts Alembic reads otherwise than _history, before any SQL
     try:
         with _ALEMBIC_LOCK:
             run(alembic_config(connection, schema=schema), revision)
@@ -236,7 +260,7 @@ def offline_sql(url: str, direction: str, revision: str, schema: str | None = No
     """
     from alembic import command
 
-    _scripts()  # refuses scripts whose head is not HEAD_REVISION
+    _scripts()  # refuses scripts Alembic reads otherwise than _history
     buffer = io.StringIO()
     cfg = alembic_config(schema=schema)
     cfg.output_buffer = buffer
@@ -303,31 +327,73 @@ def _version_table(schema: str | None) -> Table:
 
 @functools.cache
 def _scripts() -> ScriptDirectory:
-    """The shipped migration scripts, read once.
+    """The shipped migration scripts as Alembic reads them, once.
 
     Raises:
-        RuntimeError: Their head is not :data:`~.schema.HEAD_REVISION` (a migration
-            added without updating it, or a broken install).
+        RuntimeError: Alembic's history of the scripts is not :func:`_history` (the
+            scripts' text, read without Alembic): a script whose ``revision`` lines
+            the cheap reading misses, or a broken install.
     """
     from alembic.script import ScriptDirectory
 
     scripts = ScriptDirectory.from_config(alembic_config())
-    head = scripts.get_current_head()
-    if head != HEAD_REVISION:
+    alembic_history = tuple(s.revision for s in scripts.walk_revisions())[::-1]
+    if alembic_history != _history():
         raise RuntimeError(
-            f"the migration scripts at {scripts.dir} end at revision {head}, but this "
-            f"package's schema is {HEAD_REVISION} (schema.HEAD_REVISION): update "
-            "HEAD_REVISION with a new migration, or reinstall the package"
+            f"the migration scripts at {scripts.dir} have the history "
+            f"{list(alembic_history)} for Alembic, but {list(_history())} read from their "
+            "revision and down_revision lines: write each as a plain string literal "
+            '(revision: str = "..."), or reinstall the package'
         )
     return scripts
 
 
+#: A script's ``revision = "..."`` or ``down_revision = "..."`` (or ``None``) line, with or
+#: without a type annotation, as ``alembic revision`` writes them.
+_REVISION_LINE = re.compile(
+    r"^(revision|down_revision)\s*(?::[^=\n]*)?=\s*(?:\"([^\"\n]*)\"|'([^'\n]*)'|(None))\s*$",
+    re.MULTILINE,
+)
+
+
+@functools.cache
+def _history() -> tuple[str, ...]:
+    """The revisions of the shipped scripts, base first, read from their text without
+    importing them or Alembic (the files Alembic loads: ``versions/*.py``, not
+    ``__init__``). Alembic reads the same (:func:`_scripts` checks it before migrating,
+    and a test does).
+
+    Raises:
+        RuntimeError: A script without plain ``revision``/``down_revision`` lines, or
+            scripts that are not one linear history.
+    """
+    versions = Path(script_location()) / "versions"
+    down: dict[str, str | None] = {}
+    for path in sorted(versions.glob("*.py")):
+        if path.name.startswith(("__init__", ".#")):
+            continue
+        found: dict[str, str | None] = {}
+        for match in _REVISION_LINE.finditer(path.read_text(encoding="utf-8")):
+            found.setdefault(match[1], match[2] if match[2] is not None else match[3])
+        if "revision" not in found or "down_revision" not in found or found["revision"] is None:
+            raise RuntimeError(f"{path}: no plain revision and down_revision lines")
+        down[found["revision"]] = found["down_revision"]
+    children = {parent: rev for rev, parent in down.items()}
+    history: list[str] = []
+    rev = children.get(None)
+    while rev is not None:
+        history.append(rev)
+        rev = children.get(rev)
+    if len(children) != len(down) or len(history) != len(down):
+        raise RuntimeError(f"the migration scripts at {versions} are not one linear history")
+    return tuple(history)
+
+
 def head_revision() -> str:
-    """The newest revision of the shipped migration scripts
-    (:data:`~.schema.HEAD_REVISION`, read without loading Alembic)."""
-    return HEAD_REVISION
+    """The newest revision of the shipped migration scripts (read without Alembic)."""
+    return _history()[-1]
 
 
 def known_revisions() -> frozenset[str]:
-    """Every revision of the shipped migration scripts."""
-    return frozenset(script.revision for script in _scripts().walk_revisions())
+    """Every revision of the shipped migration scripts (read without Alembic)."""
+    return frozenset(_history())

@@ -70,7 +70,6 @@ from sqlalchemy.types import BLOB, VARBINARY, TypeDecorator, TypeEngine
 __all__ = [
     "CHANNEL_MAX_LENGTH",
     "CHECKPOINT_NS_MAX_LENGTH",
-    "HEAD_REVISION",
     "ID_MAX_LENGTH",
     "INDEX_KEY_MAX_LENGTH",
     "INDEX_VALUE_MAX_LENGTH",
@@ -130,10 +129,6 @@ INDEX_VALUE_MAX_LENGTH = 100
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
 VERSION_TABLE = "lgsa_alembic_version"
-#: Revision of the newest migration script under ``migrations/versions``: the schema these
-#: tables describe, which the saver checks a database for without loading Alembic. A new
-#: migration updates it (:func:`.migrate.head_revision` refuses scripts whose head differs).
-HEAD_REVISION = "0009_store"
 #: The index listings across threads walk newest first (:data:`checkpoints`).
 CHECKPOINT_ID_INDEX = "ix_lgsa_checkpoints_checkpoint_id"
 
