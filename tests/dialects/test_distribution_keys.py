@@ -310,6 +310,7 @@ class Recorder:
     their blob and write lookups), anything else with no rows."""
 
     dispatch = _Dispatch()
+    _echo = False  # SQL logging off, as a Connection says
 
     def __init__(self, dialect: Dialect, checkpoint_row: Any) -> None:
         self.dialect = dialect
