@@ -44,25 +44,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .cgsplit import split
+from .instreport import rows, split_table, table
 
 OPS = ("put", "put_writes", "get_tuple", "list")
 HISTORY = 50
 CALLS = {"put": 100, "put_writes": 100, "get_tuple": 100, "list": 10}
-#: ours / official at most (sync door); ``async`` is ours async / ours sync.
-TARGETS = {
-    "put": 0.9,
-    "put_writes": 1.0,
-    "get_tuple": 0.9,
-    "list": 0.9,
-    "startup": 1.5,
-    "async": 1.15,
-}
 _MARK_SOURCE = """
 __attribute__((noinline)) void lgsa_callgrind_dump(void) { __asm__ volatile(""); }
 void lgsa_mark(void) { lgsa_callgrind_dump(); }
 """
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmarks", "results", "instructions.json")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 # -- the child (runs under callgrind) -------------------------------------------------------
@@ -419,76 +412,6 @@ def _prepare(impl: str, store: Any) -> None:
     subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True)
 
 
-def rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (dialect, door, call): ours, official, ratio, target, met."""
-    by = {(r["dialect"], r["door"], r["impl"]): r["per_call"] for r in records}
-    out = []
-    for (dialect, door, impl), per in by.items():
-        if impl != "ours":
-            continue
-        official = by.get((dialect, door, "official"), {})
-        sync = by.get((dialect, "sync", "ours"), {})
-        for op, ours in per.items():
-            row: dict[str, Any] = {"dialect": dialect, "door": door, "call": op, "ours": ours}
-            if op in official:
-                row["official"] = official[op]
-                row["ratio"] = ours / official[op]
-                if door in ("sync", "startup"):
-                    row["target"] = TARGETS[op]
-            if door == "async" and op in sync:
-                row["async_over_sync"] = ours / sync[op]
-            out.append(row)
-    return out
-
-
-def table(rs: list[dict[str, Any]]) -> str:
-    """The rows as a Markdown table."""
-    from .backends import DIALECT_NAMES
-
-    lines = [
-        "| backend | door | call | ours | official | ours / official | target "
-        "| ours async / sync |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rs:
-        ratio = f"{r['ratio']:.2f}x" if "ratio" in r else ""
-        target = f"<= {r['target']}" if "target" in r else ""
-        if "target" in r:
-            ratio = f"**{ratio}**" if r["ratio"] <= r["target"] else f"{ratio} (missed)"
-        a = r.get("async_over_sync")
-        aos = ""
-        if a is not None:
-            aos = f"{a:.2f}x" if a <= TARGETS["async"] else f"{a:.2f}x (missed)"
-        lines.append(
-            f"| {DIALECT_NAMES[r['dialect']]} | {r['door']} | {r['call']} | {r['ours']:,} "
-            f"| {r['official']:,} | {ratio} | {target} | {aos} |"
-            if "official" in r
-            else f"| {DIALECT_NAMES[r['dialect']]} | {r['door']} | {r['call']} | {r['ours']:,} "
-            f"| | | | {aos} |"
-        )
-    return "\n".join(lines)
-
-
-def split_table(records: list[dict[str, Any]]) -> str:
-    """Where each call's instructions go (:mod:`.cgsplit`), ours and official, sync door."""
-    from .backends import DIALECT_NAMES
-
-    lines = [
-        "| backend | call | saver | total | serde | driver | rest (Python: saver, "
-        "SQLAlchemy, LangGraph) |",
-        "|---|---|---|---:|---:|---:|---:|",
-    ]
-    for r in records:
-        if r["door"] != "sync":
-            continue
-        for op, p in r["split"].items():
-            lines.append(
-                f"| {DIALECT_NAMES[r['dialect']]} | {op} | {r['impl']} | {p['total']:,} "
-                f"| {p['serde']:,} | {p['driver']:,} | {p['rest']:,} |"
-            )
-    return "\n".join(lines)
-
-
 def profile(dialects: tuple[str, ...], ops: tuple[str, ...], top: int) -> str:
     """cProfile of each call, ours and official (sync door, in this process): the
     functions with the most ``tottime`` per call and the Python calls a call makes."""
@@ -552,10 +475,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--profile", action="store_true", help="also cProfile each call")
     parser.add_argument("--keep", action="store_true", help="keep the callgrind dumps")
+    parser.add_argument(
+        "--markdown", action="store_true", help="rewrite the instruction-results section of the doc"
+    )
+    parser.add_argument("--render", metavar="JSON", help="run nothing: render a saved run")
+    parser.add_argument(
+        "--before", metavar="JSON", help="a run of an earlier commit, shown beside (--markdown)"
+    )
     args = parser.parse_args(argv)
     if args.child:
         child(json.loads(args.child))
         return 0
+    if args.render:
+        with open(args.render, encoding="utf-8") as f:
+            saved = json.load(f)
+        return _publish(saved, args)
     why = missing_tools()
     if why:
         print(f"skipped: {why}")
@@ -573,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(split_table(records))
     result = {
-        "command": "python -m benchmarks --instructions " + " ".join(sys.argv[1:]),
+        "command": " ".join(
+            ["python -m benchmarks --instructions", *(sys.argv[1:] if argv is None else argv)]
+        ),
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "wall_seconds": round(time.perf_counter() - t0),
         "calls": calls,
@@ -587,6 +523,22 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     print(f"JSON: {args.out}")
+    return _publish(result, args) if args.markdown else 0
+
+
+def _publish(result: dict[str, Any], args: argparse.Namespace) -> int:
+    """Print a run's tables; with ``--markdown`` rewrite the doc's section."""
+    from .instreport import section, update_doc
+
+    before = None
+    if args.before:
+        with open(args.before, encoding="utf-8") as f:
+            before = json.load(f)
+    text = section(result, before)
+    print(text)
+    if args.markdown:
+        update_doc(DOC, text)
+        print(f"Markdown: {DOC}")
     return 0
 
 
