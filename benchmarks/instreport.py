@@ -126,11 +126,6 @@ def section(result: dict[str, Any], before: dict[str, Any] | None = None) -> str
 
 def update_doc(path: str, text: str) -> None:
     """Replace the section between :data:`START` and :data:`END` of ``path``."""
-    with open(path, encoding="utf-8") as f:
-        doc = f.read()
-    if START not in doc or END not in doc:
-        raise SystemExit(f"{path} has no {START} ... {END} markers")
-    head, rest = doc.split(START, 1)
-    _, tail = rest.split(END, 1)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"{head}{START}\n{text}\n{END}{tail}")
+    from .report import update_doc as replace_between
+
+    replace_between(path, text, START, END)

@@ -514,15 +514,17 @@ def _old_causes(old: str) -> dict[str, str]:
     return causes
 
 
-def update_doc(path: str, section: str) -> None:
+def update_doc(path: str, section: str, start: str = START, end: str = END) -> None:
+    """Replace the text between the markers ``start`` and ``end`` of ``path`` (the
+    benchmark-results ones by default)."""
     with open(path, encoding="utf-8") as f:
         doc = f.read()
-    if START not in doc or END not in doc:
-        raise SystemExit(f"{path} has no {START} ... {END} markers")
-    head, rest = doc.split(START, 1)
-    _, tail = rest.split(END, 1)
+    if start not in doc or end not in doc:
+        raise SystemExit(f"{path} has no {start} ... {end} markers")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(f"{head}{START}\n{section}\n{END}{tail}")
+        f.write(f"{head}{start}\n{section}\n{end}{tail}")
 
 
 def old_section(path: str) -> str:
