@@ -346,3 +346,21 @@ async def test_the_async_door_thread_hop_keeps_what_to_thread_gives() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await hop.run(lambda: 42) == 42
+
+
+def test_echo_shows_a_put_and_a_get_tuple(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """``echo=True``, as the SQLAlchemy docs tell a user debugging a query, shows the
+    INSERT of a put and the SELECT of a get_tuple."""
+    saver = SQLAlchemySaver.from_conn_string(f"sqlite:///{tmp_path / 'echo.sqlite'}", echo=True)
+    try:
+        saver.setup()
+        cp, versions = next_checkpoint(saver, None, {"step": 0}, 0)
+        with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+            caplog.clear()
+            config = saver.put(_config("t"), cp, {"source": "loop", "step": 0}, versions)
+            assert saver.get_tuple(config) is not None
+        text = " ".join(r.getMessage().upper() for r in caplog.records).replace('"', "")
+        assert re.search(r"INSERT INTO (\S+\.)?LGSA_CHECKPOINTS ", text)
+        assert re.search(r"SELECT\s.*\sFROM\s+(\S+\.)?LGSA_CHECKPOINTS\b", text, re.S)
+    finally:
+        saver.close()
