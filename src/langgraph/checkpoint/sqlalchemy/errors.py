@@ -1,4 +1,5 @@
-"""Every typed error of the package. Each message says what to do.
+"""Every typed error of the package (each message says what to do), and
+:class:`RetryEvent`, what the ``on_retry`` callback is given for each retried failure.
 
 The package root re-exports all of them (its ``__all__`` takes this module's) but the
 three of :mod:`langgraph.checkpoint.sqlalchemy.transfer` (:class:`UnknownSourceError`,
@@ -9,6 +10,7 @@ and which stay out of this ``__all__`` so that the root's public names do not ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "CheckpointClockSkewError",
@@ -24,6 +26,7 @@ __all__ = [
     "DowngradeRefusedError",
     "DriverNotInstalledError",
     "MigrationLockTimeout",
+    "RetryEvent",
     "SchemaOutOfDateError",
     "StoreDecodeError",
     "StoreRequestError",
@@ -265,6 +268,42 @@ class CheckpointReadOnlyError(CheckpointConnectionError):
     ``retry_timeout``. During a promotion the saver retries until the new primary takes
     the write; this error names the server when none did. Nothing was stored.
     """
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One failed attempt of a call retried through a transient failure: what the
+    ``on_retry`` callback of the saver and the store receives (for metrics: a counter of
+    retries by ``kind``, of calls that gave up). See docs/observability.md.
+
+    The callback is called in the thread that retries (the caller's thread, the event
+    loop's thread for async methods, or the worker thread where SQLite's async methods
+    run), after the failure and before the pause; an exception it raises is logged and
+    ignored.
+
+    Attributes:
+        attempt: The number of the attempt that failed (1 for the call's first).
+        kind: What failed: ``"connection"`` (the connection was lost or refused),
+            ``"read-only"`` (the server takes no writes: a standby, a promotion under
+            way) or ``"conflict"`` (the transaction lost to a concurrent one: a
+            deadlock, a serialization failure, a Galera certification conflict).
+        elapsed: Seconds since the call's first failure.
+        remaining: Seconds left of ``retry_timeout`` (0 once past it).
+        error: The failure, as raised: SQLAlchemy's ``DBAPIError`` around the driver's
+            error (``error.orig``), or the driver's own ``OSError``. It may quote the
+            URL as the driver wrote it: mask it before showing it.
+        gave_up: True on the call's last attempt: no other follows, and the call raises
+            its typed error (:class:`CheckpointConnectionError`,
+            :class:`CheckpointReadOnlyError` or :class:`CheckpointContentionError`,
+            whose ``__cause__`` is ``error``).
+    """
+
+    attempt: int
+    kind: str
+    elapsed: float
+    remaining: float
+    error: BaseException
+    gave_up: bool
 
 
 class MigrationLockTimeout(TimeoutError):

@@ -25,6 +25,7 @@ import copy
 from collections.abc import (
     AsyncIterator,
     Awaitable,
+    Callable,
     Collection,
     Iterable,
     Iterator,
@@ -46,7 +47,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_
 from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
-from langgraph.checkpoint.sqlalchemy._codec.configs import saver_options
+from langgraph.checkpoint.sqlalchemy._codec.configs import check_on_retry, saver_options
 from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -56,6 +57,7 @@ from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
 from langgraph.checkpoint.sqlalchemy._plans import methods as _methods
+from langgraph.checkpoint.sqlalchemy.errors import RetryEvent
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -129,6 +131,9 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
             15). See :class:`._engine.retry.Retry`.
+        on_retry: Called with a :class:`RetryEvent` at each retried failure (for
+            metrics), in the thread that retries; an exception it raises is logged and
+            ignored. Each retry is logged too (docs/observability.md). Default None.
         strict: Strict deserialisation: stored objects are rebuilt only for LangGraph's
             built-in safe types, ``allowed_msgpack_modules`` and the state types a
             graph passes through :meth:`with_allowlist`; any other object a row names
@@ -164,6 +169,8 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             ``allowed_msgpack_modules`` without ``strict``, or ``config_metadata`` is not
             a bool or a list of key names, or a ``metadata_index_keys`` key is empty,
             holds a NUL or is over 40 characters.
+        TypeError: ``on_retry`` is neither callable nor None, or ``metadata_index_keys``
+            is a bare string or holds a non-string.
         UnsupportedDialectError: The engine's dialect is not supported.
         UnsupportedDriverError: ``engine`` is an async driver's engine.
         DriverNotInstalledError: The missing engine needs a driver of the other side
@@ -190,17 +197,19 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         detect_conflicts: bool = False,
         strict_decode: bool = False,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
         config_metadata: bool | Collection[str] = True,
         metadata_index_keys: Collection[str] | None = None,
     ) -> None:
         options = saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
+        on_retry = check_on_retry(on_retry)
         is_strict, serde = _strict.saver_serde(serde, strict, allowed_msgpack_modules)
         super().__init__(serde=serde)
         self.strict = is_strict
         # Engines: the shared pair from_conn_string set on the instance, or those given.
-        wire(self, engine, async_engine, schema, retry_timeout)
+        wire(self, engine, async_engine, schema, retry_timeout, on_retry)
         self._st = _checkpoints.statements_for(self._qb)
         self._codec = Codec(self.serde, options, self._qb.metadata_index_rows, strict=strict_decode)
         self._plans = _methods.Plans(self._codec, self._st, detect_conflicts=detect_conflicts)
@@ -241,6 +250,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         detect_conflicts: bool = False,
         strict_decode: bool = False,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
         config_metadata: bool | Collection[str] = True,
@@ -271,6 +281,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             detect_conflicts: See :class:`SQLAlchemySaver`.
             strict_decode: See :class:`SQLAlchemySaver`.
             retry_timeout: See :class:`SQLAlchemySaver`.
+            on_retry: See :class:`SQLAlchemySaver`.
             strict: See :class:`SQLAlchemySaver`.
             allowed_msgpack_modules: See :class:`SQLAlchemySaver`.
             config_metadata: See :class:`SQLAlchemySaver`.
@@ -291,11 +302,12 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
                 names the extra to install.
         """
         saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
+        check_on_retry(on_retry)
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)
-        options.update(retry_timeout=retry_timeout, strict=strict)
+        options.update(retry_timeout=retry_timeout, on_retry=on_retry, strict=strict)
         options.update(allowed_msgpack_modules=allowed_msgpack_modules)
         options.update(config_metadata=config_metadata, metadata_index_keys=metadata_index_keys)
         return _shared.open_owner(cls, urls, options, engine_kwargs)

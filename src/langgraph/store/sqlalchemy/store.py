@@ -37,13 +37,18 @@ from langgraph.store.base import (
 )
 from typing_extensions import Self
 
+from langgraph.checkpoint.sqlalchemy._codec.configs import check_on_retry
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
 from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
-from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, StoreRequestError
+from langgraph.checkpoint.sqlalchemy.errors import (
+    RetryEvent,
+    SchemaOutOfDateError,
+    StoreRequestError,
+)
 from langgraph.store.sqlalchemy import _items, _reads, namespaces
 from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
 from langgraph.store.sqlalchemy._prepared import Prepared
@@ -67,6 +72,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 __all__ = ["SQLAlchemyStore", "StoreStats", "StoredItem"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
+#: The store's retries: a WARNING per retried failure, an ERROR when a call gives up
+#: (the saver's go to ``langgraph.checkpoint.sqlalchemy.retry``; docs/observability.md).
+retry_log = logging.getLogger("langgraph.store.sqlalchemy.retry")
 
 
 #: Errors of a round of queued calls that every part of it would meet alike: given to
@@ -105,6 +113,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`.
         retry_timeout: Seconds an operation is retried through transient failures (lost
             connection, deadlock, failover) before its typed error (default 15).
+        on_retry: Called with a :class:`~langgraph.checkpoint.sqlalchemy.RetryEvent` at
+            each retried failure (for metrics), in the thread that retries; an exception
+            it raises is logged and ignored. Each retry is logged too, on the
+            ``langgraph.store.sqlalchemy.retry`` logger (docs/observability.md).
         clock: Returns the current time (aware ``datetime``); default UTC now. Expiry
             times are written and compared with it, so hosts sharing a database need
             synchronised clocks (NTP); tests pass a clock they move.
@@ -112,6 +124,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     Raises:
         ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``) or
             ``retry_timeout``.
+        TypeError: ``on_retry`` is neither callable nor None.
         StoreRequestError: A ``default_ttl`` out of range (a put's ``ttl`` out of range
             raises it at the put, before anything is written).
         UnsupportedDialectError: The engine's dialect is not supported.
@@ -129,18 +142,20 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         if not retry_timeout >= 0:
             raise ValueError(
                 f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}"
             )
+        on_retry = check_on_retry(on_retry)
         self._index = IndexSpec(index) if index else None
         self.index_config = index
         self.ttl_config = ttl
         _ttl_minutes((ttl or {}).get("default_ttl"))  # refused here, not at the first put
         self._clock = clock or _utc_now
-        wire(self, engine, async_engine, schema, retry_timeout)
+        wire(self, engine, async_engine, schema, retry_timeout, on_retry, retry_log)
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         self._asweeper: asyncio.Task[None] | None = None
@@ -155,6 +170,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
         **engine_kwargs: Any,
     ) -> Self:
@@ -173,6 +189,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             index: See :class:`SQLAlchemyStore`.
             ttl: See :class:`SQLAlchemyStore`.
             retry_timeout: See :class:`SQLAlchemyStore`.
+            on_retry: See :class:`SQLAlchemyStore`.
             clock: See :class:`SQLAlchemyStore`.
             **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``.
 
@@ -186,10 +203,11 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """
         if index:
             IndexSpec(index)  # refused before any engine is made
+        check_on_retry(on_retry)
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
-        options.update(retry_timeout=retry_timeout, clock=clock)
+        options.update(retry_timeout=retry_timeout, on_retry=on_retry, clock=clock)
         return _shared.open_owner(cls, urls, options, engine_kwargs)
 
     # -- lifecycle -------------------------------------------------------------------

@@ -2,17 +2,17 @@
 
 Ids as text the databases can store, a config's thread, namespace and checkpoint,
 channel names, counts and the page of ``list_threads``, and the saver's own options
-(:func:`saver_options`). Pure Python (the typed errors, the schema's limits): the codec
-(:mod:`._codec.rows`) and the plans check a call with these before any query runs, and
-the command line's ``threads list`` checks its page with them without importing
-LangGraph.
+(:func:`saver_options`, :func:`check_on_retry`). Pure Python (the typed errors, the
+schema's limits): the codec (:mod:`._codec.rows`) and the plans check a call with these
+before any query runs, and the command line's ``threads list`` checks its page with them
+without importing LangGraph.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
@@ -21,6 +21,7 @@ from langgraph.checkpoint.sqlalchemy._codec.threadinfo import id_at
 from langgraph.checkpoint.sqlalchemy.errors import (
     CheckpointClockSkewError,
     CheckpointConfigError,
+    RetryEvent,
 )
 from langgraph.checkpoint.sqlalchemy.schema import (
     CHANNEL_MAX_LENGTH,
@@ -38,11 +39,13 @@ if TYPE_CHECKING:  # types only: ``threads list`` checks its page without LangGr
 __all__ = [
     "MAX_COUNT",
     "ConfigMetadata",
+    "OnRetry",
     "SaverOptions",
     "check_channel",
     "check_child_order",
     "check_count",
     "check_inline_limit",
+    "check_on_retry",
     "check_stored_channel",
     "check_text",
     "checkpoint_config",
@@ -378,3 +381,23 @@ def saver_options(
     if not retry_timeout >= 0:
         raise ValueError(f"retry_timeout must be a number of seconds >= 0, not {retry_timeout!r}")
     return options
+
+
+#: The ``on_retry`` callback of the saver and the store: given a :class:`RetryEvent`
+#: for each retried failure; what it returns is ignored.
+OnRetry = Callable[[RetryEvent], object]
+
+
+def check_on_retry(on_retry: object) -> OnRetry | None:
+    """The ``on_retry`` argument of the saver and the store checked: a callable or None
+    (by their constructors, and by ``from_conn_string`` before any engine is made).
+
+    Raises:
+        TypeError: ``on_retry`` is neither callable nor None.
+    """
+    if on_retry is None or callable(on_retry):
+        return on_retry
+    raise TypeError(
+        "on_retry must be a callable taking a RetryEvent (called at each retried "
+        f"failure), or None, not {type(on_retry).__name__} {on_retry!r:.60}"
+    )

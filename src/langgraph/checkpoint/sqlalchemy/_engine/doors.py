@@ -16,14 +16,16 @@ command that only reads (``threads list``) runs a plan on a sync engine alone
 from __future__ import annotations
 
 import enum
+import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import migrate
+from langgraph.checkpoint.sqlalchemy._codec.configs import OnRetry
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour, Lane
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy._engine.retry import LOG, RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
@@ -163,6 +165,8 @@ class SyncRunner:
         schema: The PostgreSQL schema of the tables, for the schema check.
         retry_timeout: Seconds to retry an operation through transient failures
             (:class:`~._engine.retry.Retry`).
+        on_retry: The owner's callback, given each retried failure, or None.
+        log: The logger of the retries (the saver's, or the store's own).
     """
 
     def __init__(
@@ -172,11 +176,15 @@ class SyncRunner:
         schema: str | None,
         *,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: OnRetry | None = None,
+        log: logging.Logger = LOG,
     ) -> None:
         self.sync = sync
         self.qb = qb
         self.schema = schema
         self.retry_timeout = retry_timeout
+        self.on_retry = on_retry
+        self.log = log
         self.schema_checked = False
 
     def run(self, access: Access, op: Callable[..., R], args: tuple[Any, ...]) -> R:
@@ -215,7 +223,14 @@ class SyncRunner:
 
     def retry(self) -> Retry:
         """A new :class:`~._engine.retry.Retry` for one call (its clock starts now)."""
-        return Retry(self.qb, self.retry_timeout, self.sync.engine.url, reached=self.reached)
+        return Retry(
+            self.qb,
+            self.retry_timeout,
+            self.sync.engine.url,
+            reached=self.reached,
+            on_retry=self.on_retry,
+            log=self.log,
+        )
 
     def reached(self) -> bool:
         """Whether the engine has connected to the database once (its dialect was

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dis
 import inspect
+import logging
 from collections.abc import Coroutine, Generator
 from functools import partial
 from types import TracebackType
@@ -20,8 +21,10 @@ from typing import Any
 from typing_extensions import Self
 
 from langgraph.checkpoint.sqlalchemy import migrate
+from langgraph.checkpoint.sqlalchemy._codec.configs import OnRetry
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, access_options
 from langgraph.checkpoint.sqlalchemy._engine.engines import engine_pair
+from langgraph.checkpoint.sqlalchemy._engine.retry import LOG
 from langgraph.checkpoint.sqlalchemy._engine.runner import Runner
 from langgraph.checkpoint.sqlalchemy._engine.shared import SharedDoors
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder, query_builder
@@ -37,8 +40,12 @@ def wire(
     async_engine: AsyncEngine | None,
     schema: str | None,
     retry_timeout: float,
+    on_retry: OnRetry | None = None,
+    log: logging.Logger = LOG,
 ) -> None:
-    """Set ``owner``'s ``engine``, ``async_engine``, ``schema``, ``_qb`` and ``_runner``.
+    """Set ``owner``'s ``engine``, ``async_engine``, ``schema``, ``_qb`` and ``_runner``
+    (retrying for ``retry_timeout`` seconds, each retry logged on ``log`` and given to
+    ``on_retry``).
 
     ``from_conn_string`` sets ``_pending_shared`` on the instance before ``__init__``: the
     shared engine pair, disposed when its last user closes. Otherwise the engines given
@@ -62,7 +69,15 @@ def wire(
     if shared is None:
         options = access_options(qb, schema)
         owner._runner = Runner.own(
-            engine, async_engine, options, qb, schema, owned=owned, retry_timeout=retry_timeout
+            engine,
+            async_engine,
+            options,
+            qb,
+            schema,
+            owned=owned,
+            retry_timeout=retry_timeout,
+            on_retry=on_retry,
+            log=log,
         )
     else:  # the shared doors, and the count of their users
         owner._runner = Runner(
@@ -73,6 +88,8 @@ def wire(
             owned=owned,
             release=shared.release,
             retry_timeout=retry_timeout,
+            on_retry=on_retry,
+            log=log,
         )
 
 

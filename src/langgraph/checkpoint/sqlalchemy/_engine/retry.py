@@ -1,24 +1,33 @@
 """Retries through transient failures: which database errors are retried, the pause
 before each new attempt, and the typed error raised when time is up (:class:`Retry`,
-used by :class:`~._engine.runner.Runner` for every operation of the saver)."""
+used by :class:`~._engine.runner.Runner` for every operation of the saver), each retried
+failure logged (:data:`LOG`) and given to the owner's ``on_retry`` callback."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec.configs import OnRetry
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import (
     CheckpointConnectionError,
     CheckpointContentionError,
     CheckpointReadOnlyError,
+    RetryEvent,
 )
 from sqlalchemy.exc import DBAPIError
 
-__all__ = ["RETRY_TIMEOUT", "Retry"]
+__all__ = ["LOG", "RETRY_TIMEOUT", "Retry"]
+
+#: The logger of the saver's retries (the store passes its own,
+#: ``langgraph.store.sqlalchemy.retry``): a WARNING per retried failure, an ERROR when a
+#: call gives up (docs/observability.md).
+LOG = logging.getLogger("langgraph.checkpoint.sqlalchemy.retry")
 
 #: Default of the saver's ``retry_timeout``: seconds an operation is retried through
 #: transient failures. A PostgreSQL promotion (the standby takes over within seconds) or
@@ -53,6 +62,12 @@ class Retry:
     once with a :class:`CheckpointConnectionError` naming the host and port, instead of
     after ``timeout`` seconds. Outages after the first connection are ridden through.
 
+    Each retried failure is logged at WARNING on ``log`` (what failed, in the driver's
+    words, the attempt, the seconds left; the URL and the words masked; no traceback),
+    and giving up at ERROR with the typed error raised; each is also given to
+    ``on_retry`` as a :class:`RetryEvent`, in the thread that retries (an exception it
+    raises is logged and ignored). Errors that are not retried are not logged here.
+
     Args:
         qb: The dialect's query builder.
         timeout: Seconds to keep retrying.
@@ -60,17 +75,28 @@ class Retry:
         reached: Whether the engines have connected to the database before: asked
             only when an attempt fails (no cost on a call that succeeds, and the answer
             of that moment: a call whose first connection succeeded is retried).
+        on_retry: Called with a :class:`RetryEvent` for each retried failure, or None.
+        log: The logger of the retries.
     """
 
-    __slots__ = ("_attempt", "_reached", "_started", "_timeout", "_url", "qb")
+    __slots__ = ("_attempt", "_log", "_on_retry", "_reached", "_started", "_timeout", "_url", "qb")
 
     def __init__(
-        self, qb: QueryBuilder, timeout: float, url: Any, *, reached: Callable[[], bool] = _YES
+        self,
+        qb: QueryBuilder,
+        timeout: float,
+        url: Any,
+        *,
+        reached: Callable[[], bool] = _YES,
+        on_retry: OnRetry | None = None,
+        log: logging.Logger = LOG,
     ) -> None:
         self.qb = qb
         self._timeout = timeout
         self._url = url
         self._reached = reached
+        self._on_retry = on_retry
+        self._log = log
         self._started = time.monotonic()
         self._attempt = 0
 
@@ -109,13 +135,51 @@ class Retry:
         if kind == "connection" and not self._reached():
             raise self._unreached(error) from None
         attempt, self._attempt = self._attempt, self._attempt + 1
-        if attempt == 0 and kind == "connection":
-            return 0.0
-        pause = min(0.05 * float(1 << min(attempt, 10)), _MAX_PAUSE) * random.uniform(0.5, 1.0)
         elapsed = time.monotonic() - self._started
-        if attempt > 0 and elapsed + pause > self._timeout:
-            raise self._give_up(kind, error, elapsed) from error
+        if attempt == 0 and kind == "connection":
+            pause = 0.0
+        else:
+            pause = min(0.05 * float(1 << min(attempt, 10)), _MAX_PAUSE)
+            pause *= random.uniform(0.5, 1.0)
+            if attempt > 0 and elapsed + pause > self._timeout:
+                given_up = self._give_up(kind, error, elapsed)
+                self._report(kind, error, elapsed, pause, given_up)
+                raise given_up from error
+        self._report(kind, error, elapsed, pause, None)
         return pause
+
+    def _report(
+        self,
+        kind: str,
+        error: BaseException,
+        elapsed: float,
+        pause: float,
+        given_up: Exception | None,
+    ) -> None:
+        """Log the failed attempt (WARNING; ERROR when ``given_up``, the error about to be
+        raised) and give it to ``on_retry``."""
+        remaining = max(self._timeout - elapsed, 0.0)
+        log = self._log
+        if given_up is not None:
+            log.error("giving up (%s failure): %s: %s", kind, type(given_up).__name__, given_up)
+        elif log.isEnabledFor(logging.WARNING):
+            log.warning(
+                "attempt %d failed (%s failure) at %s: %s; retrying in %.2f s "
+                "(%.1f s left of retry_timeout %g s)",
+                self._attempt,
+                kind,
+                shown_url(self._url),
+                _words(error),
+                pause,
+                remaining,
+                self._timeout,
+            )
+        if self._on_retry is not None:
+            event = RetryEvent(self._attempt, kind, elapsed, remaining, error, given_up is not None)
+            try:
+                self._on_retry(event)
+            except Exception:  # a metrics hook must not change what the call does
+                log.exception("the on_retry callback %r raised (ignored)", self._on_retry)
 
     def _unreached(self, error: BaseException) -> CheckpointConnectionError:
         """The error of a first connection that failed: named host and port, the
@@ -124,8 +188,7 @@ class Retry:
         host, port = getattr(url, "host", None), getattr(url, "port", None)
         port = port or self.qb.default_port
         server = f"host {host or 'localhost'}, port {port}" if port else ""
-        orig = getattr(error, "orig", None) or error
-        cause = " ".join(masked_text(f"{type(orig).__name__}: {orig}").split())
+        cause = _words(error)
         cause += "" if cause.endswith((".", "?", "!")) else "."
         return CheckpointConnectionError(
             f"cannot connect to the database at {shown_url(url)}"
@@ -139,8 +202,7 @@ class Retry:
 
     def _give_up(self, kind: str, error: BaseException, elapsed: float) -> Exception:
         where = shown_url(self._url)
-        orig = getattr(error, "orig", None) or error
-        cause = f"{type(orig).__name__}: {orig}".strip()
+        cause = _words(error)
         tried = f"{self._attempt} attempts over {elapsed:.1f} s"
         if kind == "read-only":
             return CheckpointReadOnlyError(
@@ -160,3 +222,10 @@ class Retry:
             "call was stored half-way (its transaction was rolled back); retry later, or "
             "give the saver a longer retry_timeout."
         )
+
+
+def _words(error: BaseException) -> str:
+    """The driver's words about ``error`` (its class and message, not SQLAlchemy's
+    statement and parameters), on one line, URLs' passwords masked."""
+    orig = getattr(error, "orig", None) or error
+    return " ".join(masked_text(f"{type(orig).__name__}: {orig}").split())

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from langgraph.checkpoint.sqlalchemy._codec.configs import OnRetry
 from langgraph.checkpoint.sqlalchemy._engine import hop
 from langgraph.checkpoint.sqlalchemy._engine.doors import (
     ONE,
@@ -43,7 +45,7 @@ from langgraph.checkpoint.sqlalchemy._engine.doors import (
     not_retried,
 )
 from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT, Retry
+from langgraph.checkpoint.sqlalchemy._engine.retry import LOG, RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from sqlalchemy import Engine, event
@@ -171,6 +173,8 @@ class Runner(SyncRunner):
             doors, disposed at every close.
         retry_timeout: Seconds to retry an operation through transient failures
             (:class:`~._engine.retry.Retry`).
+        on_retry: The owner's callback, given each retried failure, or None.
+        log: The logger of the retries (the saver's, or the store's own).
 
     Attributes:
         keeper: The connection that keeps a shared in-memory SQLite database alive
@@ -187,8 +191,10 @@ class Runner(SyncRunner):
         owned: list[Engine | AsyncEngine],
         release: Callable[[], bool] | None = None,
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: OnRetry | None = None,
+        log: logging.Logger = LOG,
     ) -> None:
-        super().__init__(sync, qb, schema, retry_timeout=retry_timeout)
+        super().__init__(sync, qb, schema, retry_timeout=retry_timeout, on_retry=on_retry, log=log)
         self.per_loop = per_loop
         self.owned = owned
         self.keeper: sqlite3.Connection | None = None
@@ -206,6 +212,8 @@ class Runner(SyncRunner):
         *,
         owned: list[Engine | AsyncEngine],
         retry_timeout: float = RETRY_TIMEOUT,
+        on_retry: OnRetry | None = None,
+        log: logging.Logger = LOG,
     ) -> Runner:
         """A runner on doors of its own for ``engine`` and ``async_engine`` (not shared).
 
@@ -217,11 +225,21 @@ class Runner(SyncRunner):
             schema: See :class:`Runner`.
             owned: See :class:`Runner`.
             retry_timeout: See :class:`Runner`.
+            on_retry: See :class:`Runner`.
+            log: See :class:`Runner`.
         """
         # One async engine per event loop: any loop, any thread.
         per_loop = PerLoopEngines(async_engine, options)
+        doors = Doors(engine, options)
         return cls(
-            Doors(engine, options), per_loop, qb, schema, owned=owned, retry_timeout=retry_timeout
+            doors,
+            per_loop,
+            qb,
+            schema,
+            owned=owned,
+            retry_timeout=retry_timeout,
+            on_retry=on_retry,
+            log=log,
         )
 
     def reached(self) -> bool:
