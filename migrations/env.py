@@ -1,8 +1,11 @@
 """Alembic environment of langgraph-checkpoint-sqlalchemy.
 
-URL: ``-x url=...``, else ``LANGGRAPH_CHECKPOINT_URL``, else ``sqlite:///checkpoints.sqlite``.
+Called from Python (``saver.setup()``, the command line), it runs on the connection it is
+handed. From the ``alembic`` tool, the URL is the first of: ``-x url=...``; the ini file's
+``sqlalchemy.url`` (unless empty or ``alembic init``'s placeholder
+``driver://user:pass@localhost/dbname``); ``LANGGRAPH_CHECKPOINT_URL``;
+``sqlite:///checkpoints.sqlite``.
 PostgreSQL schema: ``-x schema=...``, else ``LANGGRAPH_CHECKPOINT_SCHEMA``.
-Called from Python (``saver.setup()``), it runs on the connection it is handed.
 The version table is ``lgsa_alembic_version``: an application's own ``alembic_version``
 is never touched.
 """
@@ -34,8 +37,25 @@ schema = (
 )
 
 
+#: The scheme of ``alembic init``'s ``sqlalchemy.url = driver://user:pass@localhost/dbname``:
+#: an ini file copied from the template names no database (no SQLAlchemy dialect is
+#: called ``driver``), so it does not hide ``LANGGRAPH_CHECKPOINT_URL``.
+_PLACEHOLDER_SCHEME = "driver"
+
+
+def _ini_url() -> str | None:
+    """The ini file's ``sqlalchemy.url``, or None: unset, empty, or the template's
+    placeholder."""
+    value = (config.get_main_option("sqlalchemy.url") or "").strip()
+    if not value or value.partition("://")[0].lower() == _PLACEHOLDER_SCHEME:
+        return None
+    return value
+
+
 def _url() -> str:
-    return config.attributes.get("url") or x_args.get("url") or url_from_env()
+    # The URL offline_sql() hands over, then -x url=..., then the ini file, then the
+    # environment (LANGGRAPH_CHECKPOINT_URL), then the default SQLite file.
+    return config.attributes.get("url") or x_args.get("url") or _ini_url() or url_from_env()
 
 
 def _run(connection: Connection) -> None:

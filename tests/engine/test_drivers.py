@@ -191,7 +191,22 @@ def test_missing_driver_is_a_typed_error_naming_the_extra(
     _hide(monkeypatch, *hidden)
     with pytest.raises(DriverNotInstalledError) as caught:
         SQLAlchemySaver.from_conn_string(url)
-    assert f'pip install "langgraph-checkpoint-sqlalchemy{fix}"' in str(caught.value)
+    message = str(caught.value)
+    assert f'pip install "langgraph-checkpoint-sqlalchemy{fix}"' in message
+    # Before the package is on the index, the checkout's command is the one that works.
+    assert f'from a checkout of the repository: pip install -e ".{fix}"' in message
+    assert f'the extra "{fix[1:-1]}"' in message
+
+
+def test_missing_aiosqlite_names_the_package_and_the_checkout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _hide(monkeypatch, "aiosqlite")
+    with pytest.raises(DriverNotInstalledError) as caught:
+        SQLAlchemySaver.from_conn_string("sqlite+aiosqlite:///x.db")
+    message = str(caught.value)
+    assert 'pip install "langgraph-checkpoint-sqlalchemy"' in message
+    assert "from a checkout of the repository: pip install -e ." in message
 
 
 def test_unknown_driver_is_refused() -> None:

@@ -2,11 +2,14 @@
 
 Builds the wheel, installs it (non-editable) into a fresh venv, then, from an empty
 directory, runs ``python -m langgraph.checkpoint.sqlalchemy upgrade --url sqlite:///x.db``
-and a LangGraph graph persisted on that file.
+and a LangGraph graph persisted on that file; checks that the wheel's version is the
+package's ``__version__``, and runs ``alembic`` with the ini file docs/migrations.md shows
+(the scripts as a package resource).
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,6 +19,23 @@ from pathlib import Path
 from langgraph.checkpoint.sqlalchemy import migrate
 
 REPO = Path(__file__).resolve().parents[2]
+
+VERSIONS = (
+    "import importlib.metadata as m, langgraph.checkpoint.sqlalchemy as p; "
+    "print(p.__version__, m.version('langgraph-checkpoint-sqlalchemy'))"
+)
+
+
+def _documented_ini() -> str:
+    """docs/migrations.md's ``lgsa-alembic.ini``, its ``sqlalchemy.url`` a file beside it."""
+    docs = (REPO / "docs" / "migrations.md").read_text(encoding="utf-8")
+    (block,) = [b.split("```", 1)[0] for b in docs.split("```ini\n")[1:] if "lgsa-alembic" in b]
+    ini, count = re.subn(
+        r"^sqlalchemy\.url = .*$", "sqlalchemy.url = sqlite:///%(here)s/ini.db", block, flags=re.M
+    )
+    assert count == 1, block
+    return ini
+
 
 GRAPH = textwrap.dedent(
     """
@@ -69,3 +89,18 @@ def test_wheel_installs_and_migrates_outside_the_repo(tmp_path: Path) -> None:
         [str(py), "-c", GRAPH], cwd=work, check=True, capture_output=True, text=True
     )
     assert run.stdout.startswith("ok"), run.stdout + run.stderr
+
+    # One version: the wheel's file name, its metadata and the package's __version__.
+    shown = subprocess.run([str(py), "-c", VERSIONS], check=True, capture_output=True, text=True)
+    package_version, dist_version = shown.stdout.split()
+    assert package_version == dist_version == wheel.name.split("-")[1]
+
+    # The documented ini file: the installed scripts, the database its sqlalchemy.url names.
+    (work / "lgsa-alembic.ini").write_text(_documented_ini(), encoding="utf-8")
+    alembic = [str(py), "-m", "alembic", "-c", "lgsa-alembic.ini"]
+    subprocess.run([*alembic, "upgrade", "head"], cwd=work, check=True, capture_output=True)
+    current = subprocess.run(
+        [*alembic, "current"], cwd=work, check=True, capture_output=True, text=True
+    )
+    assert migrate.head_revision() in current.stdout
+    assert (work / "ini.db").is_file()

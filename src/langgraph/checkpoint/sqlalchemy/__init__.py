@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["SQLAlchemySaver", "ThreadInfo"]
 __all__ += errors.__all__
 
+#: The distribution's version: the build reads it from this line (``[tool.hatch.version]``
+#: in pyproject.toml), so ``importlib.metadata.version("langgraph-checkpoint-sqlalchemy")``
+#: is this string, with no import of ``importlib.metadata`` here.
+__version__ = "0.1.0"
+
 #: Public name -> the module that defines it, imported when the name is first read.
 _LAZY = {"SQLAlchemySaver": ".saver", "ThreadInfo": "._codec.threadinfo"}
 

@@ -346,8 +346,9 @@ class UnsupportedDriverError(DatabaseURLError):
 class DriverNotInstalledError(UnsupportedDriverError, ImportError):
     """The driver a URL needs is not installed: the one it names, or, for the other side
     (sync or async), any driver of its dialect. The message names the extra or package to
-    install (``pip install "langgraph-checkpoint-sqlalchemy[postgres]"``). Also an
-    ``ImportError``."""
+    install, with the command for the package index (``pip install
+    "langgraph-checkpoint-sqlalchemy[postgres]"``) and for a checkout of the repository
+    (``pip install -e ".[postgres]"``). Also an ``ImportError``."""
 
 
 class DowngradeRefusedError(RuntimeError):

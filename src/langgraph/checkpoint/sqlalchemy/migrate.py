@@ -242,7 +242,8 @@ def newer_schema_error(connection: Connection, current: str | None) -> SchemaOut
         f"The checkpoint tables at {where} are at revision {current}, unknown to this "
         "version of langgraph-checkpoint-sqlalchemy (its newest is "
         f"{head_revision()}): they were migrated by a newer version. Upgrade the package "
-        "(pip install -U langgraph-checkpoint-sqlalchemy)."
+        "(pip install -U langgraph-checkpoint-sqlalchemy; from a checkout of the "
+        "repository: pull a newer version, then pip install -e .)."
     )
 
 

@@ -6,8 +6,8 @@ of rows back into ``CheckpointTuple`` objects (:mod:`.rows`, :mod:`.inline`,
 shape checks of rows read back (:mod:`.damage`), the one JSON form of metadata
 (:mod:`.canonical`), the metadata index's keys and values (:mod:`.metakeys`), threads as
 listed and the times in checkpoint ids (:mod:`.threadinfo`), the serializers that never
-run stored code (:mod:`.strict`, :mod:`.opaque`) and URLs shown without secrets
-(:mod:`.display`).
+run stored code (:mod:`.strict`, :mod:`.opaque`), URLs shown without secrets
+(:mod:`.display`) and the install commands messages name (:mod:`.install`).
 
 May import: :mod:`..schema`, :mod:`..errors`, the standard library, SQLAlchemy's types
 and LangGraph. Never an engine, an operation, a plan or a dialect module: nothing here

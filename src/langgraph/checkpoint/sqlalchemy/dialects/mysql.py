@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import MigrationLockTimeout, ValueTooLargeError
 from langgraph.checkpoint.sqlalchemy.schema import CHECKPOINT_ID_INDEX, VERSION_TABLE, locks
@@ -64,7 +65,7 @@ _MIGRATION_LEASE_NAME = "lgsa/migrations"
 #: shorter than the delta-history walk's own cap (see ``_history.MAX_CHAIN``).
 MYSQL_RECURSION_LIMIT = 100_001
 
-_EXTRA = 'pip install "langgraph-checkpoint-sqlalchemy[mysql]"'
+_EXTRA = install_hint("mysql")
 
 
 #: Rows and storage of the saver's tables from ``information_schema``.
@@ -90,12 +91,12 @@ class MySQLQueryBuilder(QueryBuilder):
         "mysqldb": (
             "MySQLdb",
             "pip install mysqlclient (it builds against the MySQL/MariaDB client library), "
-            'or use mysql+pymysql:// (pip install "langgraph-checkpoint-sqlalchemy[mysql]")',
+            f"or use mysql+pymysql://, which comes with {_EXTRA}",
         ),
         "mariadbconnector": (
             "mariadb",
-            "pip install mariadb (it needs MariaDB Connector/C), or use mysql+pymysql:// "
-            '(pip install "langgraph-checkpoint-sqlalchemy[mysql]")',
+            "pip install mariadb (it needs MariaDB Connector/C), or use mysql+pymysql://, "
+            f"which comes with {_EXTRA}",
         ),
         "mysqlconnector": ("mysql.connector", "pip install mysql-connector-python"),
     }
@@ -103,7 +104,7 @@ class MySQLQueryBuilder(QueryBuilder):
         "aiomysql": (
             "aiomysql fails on every binary parameter with PyMySQL >= 1.2 (TypeError: 'str' "
             "object is not callable), and the saver stores every value as bytes; use "
-            'mysql+asyncmy:// (pip install "langgraph-checkpoint-sqlalchemy[mysql]")'
+            f"mysql+asyncmy://, which comes with {_EXTRA}"
         ),
     }
     extra = _EXTRA

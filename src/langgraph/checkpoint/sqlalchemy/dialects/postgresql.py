@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import metadata_json_key
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
@@ -40,7 +41,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = ["PostgreSQLQueryBuilder"]
 
-_EXTRA = 'pip install "langgraph-checkpoint-sqlalchemy[postgres]"'
+_EXTRA = install_hint("postgres")
 
 #: Rows and storage of the saver's tables from the catalog: ``reltuples`` (-1 before the
 #: first VACUUM or ANALYZE), the statistics system's live-row counter, and the pages of
@@ -64,9 +65,9 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "psycopg": ("psycopg", _EXTRA),
         "psycopg_async": ("psycopg", _EXTRA),
-        "asyncpg": ("asyncpg", 'pip install "langgraph-checkpoint-sqlalchemy[asyncpg]"'),
-        "psycopg2": ("psycopg2", 'pip install "langgraph-checkpoint-sqlalchemy[psycopg2]"'),
-        "pg8000": ("pg8000", 'pip install "langgraph-checkpoint-sqlalchemy[pg8000]"'),
+        "asyncpg": ("asyncpg", install_hint("asyncpg")),
+        "psycopg2": ("psycopg2", install_hint("psycopg2")),
+        "pg8000": ("pg8000", install_hint("pg8000")),
     }
     extra = _EXTRA
     url_aliases = ("postgres",)

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
+from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
@@ -97,9 +98,9 @@ class SQLiteQueryBuilder(QueryBuilder):
     async_drivers = ("aiosqlite",)
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "pysqlite": ("sqlite3", "a Python built with sqlite3"),
-        "aiosqlite": ("aiosqlite", 'pip install "langgraph-checkpoint-sqlalchemy"'),
+        "aiosqlite": ("aiosqlite", install_hint()),
     }
-    extra = 'pip install "langgraph-checkpoint-sqlalchemy"'
+    extra = install_hint()
 
     @classmethod
     def database_file(cls, url: URL) -> str | None:
