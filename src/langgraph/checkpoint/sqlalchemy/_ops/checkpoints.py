@@ -276,6 +276,15 @@ def one_statement(st: Statements, rows: CheckpointRows) -> bool:
     )
 
 
+def one_insert(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether :func:`put_writes` stores ``rows`` in one multi-row INSERT, atomic on its
+    own (no transaction needed around it): at most :data:`._engine.cursor.MANY_ROWS`
+    rows, at most :data:`BATCH_BYTES` of values."""
+    return len(rows) <= cursor.MANY_ROWS and (
+        sum(len(r["blob"] or b"") for r in rows) <= BATCH_BYTES
+    )
+
+
 def put_checked(conn: Connection, st: Statements, rows: CheckpointRows) -> None:
     """:func:`put`, refusing a checkpoint whose parent is no longer the newest checkpoint
     of its ``(thread_id, checkpoint_ns)`` (``detect_conflicts``).

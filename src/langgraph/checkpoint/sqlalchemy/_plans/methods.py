@@ -33,7 +33,6 @@ from langgraph.checkpoint.sqlalchemy._codec.records import (
     PendingWrite,
 )
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
-from langgraph.checkpoint.sqlalchemy._engine.cursor import MANY_ROWS
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Call, Plan, Steps
 from langgraph.checkpoint.sqlalchemy._ops import browse as _browse
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
@@ -122,11 +121,8 @@ class Plans:
     ) -> Plan[None]:
         rows, replace = self.codec.write_rows(config, writes, task_id, task_path)
         if rows:
-            # One multi-row INSERT, atomic on its own, when its rows and values fit one
-            # statement; else several, in a transaction.
-            one = len(rows) <= MANY_ROWS and (
-                sum(len(r["blob"] or b"") for r in rows) <= _checkpoints.BATCH_BYTES
-            )
+            # One multi-row INSERT is atomic on its own; several go in a transaction.
+            one = _checkpoints.one_insert(rows)
             access = Access.WRITE_ONE if one else Access.WRITE
             yield access, _checkpoints.put_writes, (self.st, rows, replace)
 
