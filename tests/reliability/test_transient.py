@@ -148,6 +148,34 @@ def test_transient_errors_are_classified_by_the_dialects() -> None:
     assert postgres.transient(OperationalError("stmt", {}, unique)) is None
 
 
+def test_a_lost_connection_raised_while_handling_another_error_is_retried() -> None:
+    """SQLAlchemy wraps an error raised while it handles another (the rollback after a
+    failed statement) without running the ``handle_error`` listeners, so without its
+    ``connection_invalidated`` mark: the dialect's own codes still make it a lost
+    connection (a Galera node out of the primary component answered a rollback with
+    1047 under load, and the saver raised it untyped)."""
+    import psycopg
+    import pymysql
+    from sqlalchemy.exc import DBAPIError
+
+    def reentrant(error: Exception, base: type[Exception]) -> DBAPIError:
+        found = DBAPIError.instance(None, None, error, base)
+        assert isinstance(found, DBAPIError) and not found.connection_invalidated
+        return found
+
+    mysql, postgres = query_builder("mysql"), query_builder("postgresql")
+    wsrep = pymysql.err.OperationalError(1047, "WSREP has not yet prepared node")
+    assert mysql.transient(reentrant(wsrep, pymysql.err.Error)) == "connection"
+    gone = pymysql.err.OperationalError(2013, "Lost connection to server during query")
+    assert mysql.transient(reentrant(gone, pymysql.err.Error)) == "connection"
+    duplicate = pymysql.err.IntegrityError(1062, "Duplicate entry")
+    assert mysql.transient(reentrant(duplicate, pymysql.err.Error)) is None
+    closed = psycopg.OperationalError("server closed the connection unexpectedly")
+    assert postgres.transient(reentrant(closed, psycopg.Error)) == "connection"
+    unique = psycopg.errors.UniqueViolation("duplicate")
+    assert postgres.transient(reentrant(unique, psycopg.Error)) is None
+
+
 @pytest.fixture
 def mariadb_database() -> Iterator[str]:
     """The URL of a fresh MariaDB database (dropped after the test)."""

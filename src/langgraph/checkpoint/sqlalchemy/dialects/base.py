@@ -568,8 +568,16 @@ class QueryBuilder(LeaseRows, ABC):
         ``"conflict"`` (the transaction lost to a concurrent one: a deadlock, a
         serialization failure, a Galera certification conflict), or None (not
         transient: raise it). Every operation of the saver is idempotent, so each kind
-        may be re-run."""
-        return "connection" if error.connection_invalidated else None
+        may be re-run.
+
+        A lost connection is known by SQLAlchemy's mark (``connection_invalidated``) or
+        by the dialect's own :meth:`is_disconnect`: SQLAlchemy does not mark an error
+        raised while it handles another (a rollback failing after a failed statement,
+        seen on a Galera node leaving the primary component: 1047 on the rollback of a
+        refused commit)."""
+        if error.connection_invalidated or self.is_disconnect(error.orig):
+            return "connection"
+        return None
 
 
 _LISTENERS: dict[type[QueryBuilder], Callable[[ExceptionContext], None]] = {}
