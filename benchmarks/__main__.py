@@ -15,6 +15,10 @@ options follow the flag).
 ``python -m benchmarks --allocations [--dialects ...] [--calls N]``: memory blocks allocated,
 cyclic-GC counter added and ``tracemalloc`` peak per hot-path call, ours and the official
 saver's (:mod:`.allocations`; its own options follow the flag).
+
+``python -m benchmarks --charts [--out DIR]``: run nothing, draw the committed results
+(``benchmarks/results/*.json``) as the SVG charts of ``docs/img/benchmarks/``
+(:mod:`.charts`; its own options follow the flag).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from . import charts
 from .backends import DIALECTS, Servers
 from .report import build_rows, environment, markdown_section, old_section, print_table, update_doc
 from .runner import FULL, QUICK, Bench, Sizes, log
@@ -47,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import allocations
 
         return allocations.main(argv[1:])
+    if argv[:1] == ["--charts"]:
+        from . import charts
+
+        return charts.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
     parser.add_argument(
@@ -141,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
         print(f"Markdown: {DOC}")
+        charts.refresh("ratios", result)
     if not args.no_store:
         # Written first: the store run cannot lose the checkpoint figures.
         result["store"] = run_store_part(args, dialects)
@@ -183,6 +193,7 @@ def run_store_part(args: argparse.Namespace, dialects: tuple[str, ...]) -> dict[
     if args.markdown:
         store.update_doc(DOC, store.markdown_section(result, rows))
         print(f"Markdown (store section): {DOC}")
+        charts.refresh("store", result)
     return result
 
 
@@ -199,6 +210,7 @@ def run_store(args: argparse.Namespace) -> int:
         if args.markdown:
             store.update_doc(DOC, store.markdown_section(saved, rows))
             print(f"Markdown (store section): {DOC}")
+            charts.refresh("store", saved)
         return 0
     dialects = tuple(d for d in DIALECTS if d in args.dialects.split(","))
     logging.getLogger("asyncmy").setLevel(logging.ERROR)
@@ -222,6 +234,7 @@ def render(path: str, *, markdown: bool) -> int:
     if markdown:
         update_doc(DOC, markdown_section(result, rows, old_section(DOC)))
         print(f"Markdown: {DOC}")
+        charts.refresh("ratios", result)
     return 0
 
 

@@ -553,8 +553,11 @@ def _publish(result: dict[str, Any], args: argparse.Namespace) -> int:
     text = section(result, before)
     print(text)
     if args.markdown:
+        from .charts import refresh
+
         update_doc(DOC, text)
         print(f"Markdown: {DOC}")
+        refresh("instructions", result)
     return 0
 
 

@@ -502,6 +502,9 @@ def run_scale(args: Any, doc: str, root: str) -> int:
         json.dump(result, f, indent=1)
     print(f"JSON: {out}")
     if args.markdown:
+        from .charts import refresh
+
         update_doc(doc, markdown_section(result))
         print(f"Markdown: {doc}")
+        refresh("scale", result)
     return 0
