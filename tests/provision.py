@@ -22,6 +22,12 @@ adds the backend ``extra`` to :data:`DIALECT_BACKENDS`, the backends of the dial
 ``CREATE SCHEMA``: the saver's ``schema=``), dropped after the test. Unset, there is no
 ``extra`` backend and nothing of it is collected.
 
+The PostgreSQL-with-pgvector server of ``.ci/clusters/pgvector.sh``:
+``LGSA_PGVECTOR_URL`` (written by ``.ci/clusters/up``; unset, there is no ``pgvector``
+server and its tests skip). Its databases are made like those on ``postgres``: the
+backend name ``pgvector`` in :func:`fresh_database`. It is no backend of the parametrised
+suite and ``LGSA_TEST_BACKENDS`` does not name it.
+
 ``LGSA_TEST_DB_PREFIX`` (default empty): prepended to the name of every database the
 tests create and drop on a server (letters, digits and ``_``), for a shared server whose
 databases must carry a prefix (``ci_`` makes ``ci_lgsa_test_...``).
@@ -61,8 +67,12 @@ EXTRA_URL = os.environ.get("LGSA_TEST_EXTRA_URL", "")
 #: The backends of the dialect suite (``tests/dialects``): :data:`BACKENDS`, and ``extra``
 #: when :data:`EXTRA_URL` is set.
 DIALECT_BACKENDS = BACKENDS + (("extra",) if EXTRA_URL else ())
-#: The admin URL of each database server, by backend name.
+#: The PostgreSQL-with-pgvector server (``LGSA_PGVECTOR_URL``), empty when it is not up.
+PGVECTOR_URL = os.environ.get("LGSA_PGVECTOR_URL", "")
+#: The admin URL of each database server, by backend name (``pgvector`` when it is up).
 ADMIN_URLS = {"postgres": POSTGRES_ADMIN_URL, "mariadb": MARIADB_ADMIN_URL}
+if PGVECTOR_URL:
+    ADMIN_URLS["pgvector"] = PGVECTOR_URL
 #: Prepended to every database name the tests create on a server (``LGSA_TEST_DB_PREFIX``).
 DB_PREFIX = os.environ.get("LGSA_TEST_DB_PREFIX", "")
 if not re.fullmatch(r"[A-Za-z0-9_]{0,20}", DB_PREFIX):
@@ -94,11 +104,11 @@ def _admin_execute(backend: str, statement: str) -> None:
 
 
 def _quoted(backend: str, name: str) -> str:
-    return f'"{name}"' if backend == "postgres" else f"`{name}`"
+    return f"`{name}`" if backend == "mariadb" else f'"{name}"'
 
 
 def create_database(backend: str, name: str) -> str:
-    """Create database ``name`` on the ``postgres`` or ``mariadb`` server.
+    """Create database ``name`` on the ``postgres``, ``pgvector`` or ``mariadb`` server.
 
     Returns:
         Its URL: the server's admin URL with the database replaced (query kept).
@@ -109,9 +119,9 @@ def create_database(backend: str, name: str) -> str:
 
 
 def drop_database(backend: str, name: str) -> None:
-    """Drop database ``name`` on the ``postgres`` or ``mariadb`` server if it exists
-    (on PostgreSQL even while connections to it are open)."""
-    force = " WITH (FORCE)" if backend == "postgres" else ""
+    """Drop database ``name`` on the ``postgres``, ``pgvector`` or ``mariadb`` server if it
+    exists (on PostgreSQL even while connections to it are open)."""
+    force = "" if backend == "mariadb" else " WITH (FORCE)"
     _admin_execute(backend, f"DROP DATABASE IF EXISTS {_quoted(backend, name)}{force}")
 
 
@@ -128,15 +138,16 @@ def fresh_database(
 
     Args:
         backend: ``sqlite-file`` (a file ``filename`` in ``tmp_path``, not created),
-            ``sqlite-memory`` (``:memory:``), ``postgres`` or ``mariadb`` (a new database
-            on the server, named ``name`` or a fresh name starting with ``prefix``).
+            ``sqlite-memory`` (``:memory:``), ``postgres``, ``pgvector`` or ``mariadb`` (a
+            new database on the server, named ``name`` or a fresh name starting with
+            ``prefix``).
         tmp_path: The folder for a SQLite file.
         prefix: The start of a server database's generated name.
         filename: The SQLite file's name.
         name: The server database's exact name.
 
     Raises:
-        ValueError: an unknown backend.
+        ValueError: an unknown backend, or ``pgvector`` while ``LGSA_PGVECTOR_URL`` is unset.
     """
     if backend == "sqlite-file":
         assert tmp_path is not None, "a SQLite file needs a folder"
@@ -147,7 +158,7 @@ def fresh_database(
         return
     if backend not in ADMIN_URLS:
         raise ValueError(backend)
-    if backend not in BACKENDS:
+    if backend in ALL_BACKENDS and backend not in BACKENDS:
         pytest.skip(f"{backend} not in LGSA_TEST_BACKENDS")
     name = database_name(name) if name else new_name(prefix)
     url = create_database(backend, name)
