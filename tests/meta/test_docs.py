@@ -153,3 +153,15 @@ def test_public_modules_docstrings_name_no_private_module() -> None:
     roots = [m for name in PACKAGES for m in public(modules[name])]
     assert len(roots) > 10
     assert _private_references(roots) == []
+
+
+def test_the_rendered_retry_timeout_default_is_the_retry_layers() -> None:
+    """The reference shows the signatures' defaults as written: ``retry_timeout=15.0``
+    (a number a reader understands, not a private constant's name) is the retry layer's
+    own default."""
+    from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
+    from langgraph.store.sqlalchemy import SQLAlchemyStore
+
+    for owner in (SQLAlchemySaver, SQLAlchemyStore):
+        for method in (owner.__init__, owner.from_conn_string):
+            assert inspect.signature(method).parameters["retry_timeout"].default == RETRY_TIMEOUT

@@ -52,7 +52,6 @@ from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
@@ -197,7 +196,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool = False,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
@@ -250,7 +249,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool = False,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,

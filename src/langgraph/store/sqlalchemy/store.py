@@ -41,7 +41,6 @@ from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
@@ -140,7 +139,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         schema: str | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -168,7 +167,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         schema: str | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
         **engine_kwargs: Any,
