@@ -76,6 +76,22 @@ def test_file_forms_write_the_file(
     assert (tmp_path / "relative.db").is_file()
 
 
+def test_a_relative_sqlite_url_is_the_file_of_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Savers of one relative URL opened from two folders in turn (a test runner, a
+    process that changes folder) each write their own folder's file: the second does not
+    reuse the engines the first left for the same URL text."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        with SQLAlchemySaver.from_conn_string("sqlite:///here.db") as saver:
+            saver.setup()
+            saver.put({"configurable": {"thread_id": folder}}, empty_checkpoint(), {}, {})
+        with SQLAlchemySaver.from_conn_string(f"sqlite:///{tmp_path / folder / 'here.db'}") as s:
+            assert [t.config["configurable"]["thread_id"] for t in s.list(None)] == [folder]
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     for name in ("LANGGRAPH_CHECKPOINT_URL", "LANGGRAPH_CHECKPOINT_SCHEMA"):

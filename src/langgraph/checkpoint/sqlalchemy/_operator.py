@@ -127,7 +127,7 @@ class OperatorMethods:
         """Hold a cross-process lock on a thread for the block: wrap a run in it so that
         runs on one thread happen one after the other, on every process.
 
-        A lease row in ``lgsa_locks`` renewed while the block runs (:mod:`._plans.locks`): it
+        A lease row in ``lgsa_locks`` (30 s, renewed every 10 s while the block runs): it
         holds across Galera nodes, behind PgBouncer and through a promotion; a dead
         holder's lease ends within 30 s. SQLite: a lock database beside the file. No
         connection is held while the block runs.

@@ -10,8 +10,8 @@ schema check (:func:`current_revision` against :func:`head_revision`, :func:`is_
 runs on SQLAlchemy alone, so that a process that only reads or writes checkpoints (or
 lists threads, or calls ``setup()`` on an up-to-date database) never loads Alembic. The
 revisions the scripts ship (:func:`head_revision`, :func:`known_revisions`) are read from
-the scripts' ``revision`` and ``down_revision`` lines (:func:`_history`), without importing
-them; migrating checks that Alembic reads the same history.
+the scripts' ``revision`` and ``down_revision`` lines, without importing them; migrating
+checks that Alembic reads the same history.
 """
 
 from __future__ import annotations

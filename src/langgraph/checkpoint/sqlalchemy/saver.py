@@ -1,12 +1,12 @@
 """``SQLAlchemySaver``: one LangGraph checkpoint saver for SQLite, PostgreSQL and MySQL.
 
 Each database operation is written once, as a sync function on a SQLAlchemy ``Connection``
-(the operations layer, :mod:`._ops`). Each public method runs a plan (:mod:`._plans`): it
-checks and encodes its arguments (:mod:`._codec`), names the operations to run and decodes
-what they return. A sync method runs the plan's operations on the sync engine; its async
-twin runs the same plan on the async engine, each operation through
-``AsyncConnection.run_sync`` (the two doors: :mod:`._engine.runner`). Both engines are made
-from one URL and see the same data.
+(the operations layer). Each public method runs a plan: it checks and encodes its
+arguments, names the operations to run and decodes what they return. A sync method runs
+the plan's operations on the sync engine; its async twin runs the same plan on the async
+engine, each operation through ``AsyncConnection.run_sync`` (the two doors). Both engines
+are made from one URL and see the same data. docs/concepts.md ("One operation, two
+doors") draws the layers; docs/development.md says which folder holds each.
 
 On SQLite the async methods run each operation, the same sync function on the sync
 engine, in a worker thread (as ``asyncio.to_thread`` would, at a third of its cost; see
@@ -52,7 +52,6 @@ from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
@@ -112,7 +111,8 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         schema: PostgreSQL schema holding the tables (default: the search path).
         inline_limit: Largest serialised channel value, in bytes, stored in the
             checkpoint's own row rather than in the blobs table (0 to 16,384; default
-            16,384). See :mod:`._codec.inline`.
+            16,384): a checkpoint whose values are all small is one row, read without
+            a blob lookup.
         detect_conflicts: Refuse, with :class:`CheckpointConflictError`, a checkpoint of a
             run (metadata ``source`` ``"input"`` or ``"loop"``) whose parent is no longer
             the newest checkpoint of its namespace: a second run started from the same
@@ -130,7 +130,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         retry_timeout: Seconds an idempotent operation is retried through a lost or
             refused connection, a read-only server (a promotion) or a lost conflict
             (deadlock, Galera certification) before its typed error is raised (default
-            15). See :class:`._engine.retry.Retry`.
+            15); the pauses between tries double from 50 ms up to 1 s.
         on_retry: Called with a :class:`RetryEvent` at each retried failure (for
             metrics), in the thread that retries; an exception it raises is logged and
             ignored. Each retry is logged too (docs/observability.md). Default None.
@@ -196,7 +196,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool = False,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
@@ -249,7 +249,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         inline_limit: int = 16_384,
         detect_conflicts: bool = False,
         strict_decode: bool = False,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         strict: bool | None = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,

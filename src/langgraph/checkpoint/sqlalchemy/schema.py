@@ -14,8 +14,9 @@ application's own tables in one database:
   its ``channel_values``): what a delta-history walk reads to know where a channel is
   seeded, and what blob clean-up reads to know which blobs are still referenced,
   without decoding any checkpoint. ``inline_values`` holds the small channel values of
-  the checkpoint itself (see :mod:`._codec.inline`), so that a typical put is one row and a
-  typical read needs no blob lookup; NULL when every value is in the blobs table.
+  the checkpoint itself (at most ``inline_limit`` bytes each), so that a typical put is
+  one row and a typical read needs no blob lookup; NULL when every value is in the blobs
+  table.
 * ``lgsa_checkpoint_blobs``: the larger channel values, keyed by ``(thread_id,
   checkpoint_ns, channel, version)``. A channel whose version did not change between two
   checkpoints is stored once and referenced by both.
@@ -23,7 +24,7 @@ application's own tables in one database:
   checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
   table: LangGraph may store writes before the checkpoint they belong to.
 * ``lgsa_metadata_index`` and ``lgsa_metadata_keys`` (SQLite, MySQL/MariaDB): the index of
-  metadata filters on chosen keys (:mod:`._ops.metaindex`); ``lgsa_locks``: lease rows.
+  metadata filters on chosen keys (``metadata_index_keys``); ``lgsa_locks``: lease rows.
 
 ``thread_id`` and ``checkpoint_ns`` may be longer than an index can hold (1,000 and 2,000
 characters): their key columns hold a *key* (:func:`name_key`), the name itself when it is
@@ -123,8 +124,8 @@ RUN_KEY_MAX_LENGTH = 80
 SOURCE_MAX_LENGTH = 64
 #: Longest metadata key the saver indexes (:data:`metadata_index`), in characters.
 INDEX_KEY_MAX_LENGTH = 40
-#: Width of an indexed metadata value (:func:`._codec.metakeys.index_value`); longer values
-#: are indexed by their digest.
+#: Width of an indexed metadata value (a tagged text: a string as it is, a number as its
+#: float); longer values are indexed by their digest.
 INDEX_VALUE_MAX_LENGTH = 100
 #: Name of the Alembic version table of this library, distinct from an application's
 #: own ``alembic_version``.
@@ -523,7 +524,8 @@ locks = Table(
 
 #: SQLite and MySQL/MariaDB: the index of metadata filters, one row a checkpoint and
 #: indexed key (:data:`metadata_keys`), kept by ``put``, ``copy_thread``, ``prune`` and
-#: the deletes. ``value`` is :func:`._codec.metakeys.index_value` of the metadata value: equal
+#: the deletes. ``value`` is a coarse key of the metadata value (numbers by their float,
+#: each list or dict one value, long values by their SHA-256): equal
 #: JSON values (``1`` and ``1.0``, dicts in any key order) have the same one, so the rows
 #: found for a filter are a superset of the matches, which the exact JSON condition then
 #: checks. The primary key leads with ``(key, value)``: a filter reads its matches only.
@@ -548,8 +550,8 @@ metadata_index = Table(
 
 #: The metadata keys whose :data:`metadata_index` rows are complete (every checkpoint
 #: holding the key has its row): a filter on a key uses the index only when it is listed
-#: here and the saver indexes it. Migration 0006 lists the default keys
-#: (:data:`._codec.metakeys.DEFAULT_KEYS`) after indexing the stored checkpoints;
+#: here and the saver indexes it. Migration 0006 lists the default keys (``thread_id``,
+#: ``user_id``, ``assistant_id``, ``graph_id``) after indexing the stored checkpoints;
 #: :meth:`.SQLAlchemySaver.reindex_metadata` adds others.
 metadata_keys = Table(
     "lgsa_metadata_keys",

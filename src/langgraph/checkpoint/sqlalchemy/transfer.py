@@ -457,7 +457,7 @@ def import_threads(
     ``into_existing`` (a crafted file could otherwise plant a new latest checkpoint in a
     live thread); one the saver holds whole is skipped, so the same import again
     finishes an interrupted one. Values move as they are stored in the file, as data:
-    nothing in the file is imported, called or unpickled (:mod:`._codec.opaque`), and an
+    nothing in the file is imported, called or unpickled (docs/security.md), and an
     encrypted file stays readable only with its key.
 
     Args:

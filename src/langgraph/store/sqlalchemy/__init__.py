@@ -11,13 +11,12 @@ with SQLAlchemyStore.from_conn_string("sqlite:///checkpoints.sqlite") as store:
 See :class:`SQLAlchemyStore` and docs/store.md.
 
 The package holds the store's implementation too. Its layers, each importing only those
-below it: :mod:`.store` (the class: its methods and lifecycle) over the reads, writes and
-loading of items (``_reads``, ``_scan``, ``_items``, ``_loading``, ``_sizes``,
-``_rounds``, ``_prepared``, ``_sweeper``) over the shapes they share (:mod:`._shapes`,
-:mod:`.namespaces`, :mod:`.filters`, :mod:`.vectors`, :mod:`.tables`, :mod:`.config`).
-Below the store lie the saver's own layers, which it reuses: engines and runners
-(``langgraph.checkpoint.sqlalchemy._engine``), dialects, codec, schema and errors.
-:mod:`.official` and :mod:`.transfer` copy from the official stores.
+below it: :mod:`.store` (the class: its methods and lifecycle) over the private modules
+that read, write and load items, over the shapes they share (:mod:`.namespaces`,
+:mod:`.filters`, :mod:`.vectors`, :mod:`.tables`, :mod:`.config`). Below the store lie
+the saver's own layers, which it reuses: engines and runners, dialects, codec, schema
+and errors (docs/development.md, "Where code goes"). :mod:`.official` and
+:mod:`.transfer` copy from the official stores.
 """
 
 from __future__ import annotations

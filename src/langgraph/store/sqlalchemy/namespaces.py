@@ -160,7 +160,7 @@ def match_pattern(condition: MatchCondition, end: str = "\\Z") -> str | None:
     """The regular expression of a ``list_namespaces`` match condition over stored
     namespace text, or None when it constrains nothing (an empty path).
 
-    ``*`` matches exactly one label, as ``InMemoryStore``'s ``_does_match``; a prefix
+    ``*`` matches exactly one label, as in ``InMemoryStore``; a prefix
     condition matches the namespace or one below it, a suffix condition the namespace or
     one that ends with it.
 

@@ -9,13 +9,13 @@ driver's values come as they are and are checked here (no SQL text, no official 
 object, no pickle: the rows are data). Rows come in ``(prefix, key)`` order, a page at a
 time (keyset paging: a page costs the same at any depth).
 
-Each row becomes a :class:`~._loading.StoredItem` (:class:`SourceRow`): the namespace
-text ``"a.b.c"`` split on ``"."``; the value JSON text (``json.loads``, NaN and
-infinities refused) that must be an object our store accepts; times read as UTC (a naive
-SQLite ``CURRENT_TIMESTAMP`` text is UTC; PostgreSQL's read as seconds since the epoch,
-so that ``'infinity'`` is a row's value and not the driver's error); ``ttl_minutes``
-kept up to :data:`~._loading.MAX_TTL_MINUTES`. A row that is not such an item carries
-the reason instead.
+Each row becomes a :class:`~langgraph.store.sqlalchemy.StoredItem` (:class:`SourceRow`):
+the namespace text ``"a.b.c"`` split on ``"."``; the value JSON text (``json.loads``, NaN
+and infinities refused) that must be an object our store accepts; times read as UTC (a
+naive SQLite ``CURRENT_TIMESTAMP`` text is UTC; PostgreSQL's read as seconds since the
+epoch, so that ``'infinity'`` is a row's value and not the driver's error);
+``ttl_minutes`` kept up to the store's cap (4,000,000,000 minutes). A row that is not
+such an item carries the reason instead.
 
 Sizes: a value larger than the copy's cap (:data:`MAX_VALUE_BYTES` of JSON text by
 default) is not read at all (its size is taken in SQL, the value replaced by NULL), and

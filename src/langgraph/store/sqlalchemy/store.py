@@ -3,12 +3,11 @@
 Built the way :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver` is: the same URL
 rules, the same two engines (sync and async) shared with savers of the same URL, the same
 Alembic history (revision ``0009_store``), the same retries through transient failures.
-A ``batch()`` is checked here (:meth:`SQLAlchemyStore._prepare`), then run as one plan
-(:meth:`SQLAlchemyStore._batch_plan`) that both doors drive: the embedding calls (sync
-``embed_documents`` or async ``aembed_documents``, as the door performs an
-:class:`~langgraph.checkpoint.sqlalchemy._engine.steps.Embed` step), then one database
-operation, :func:`._reads.run_batch`, and the TTL refreshes of its reads. Dialect
-differences live in :mod:`langgraph.checkpoint.sqlalchemy.dialects`.
+A ``batch()`` is checked here, then run as one plan that both doors drive: the
+embedding calls (sync ``embed_documents`` or async ``aembed_documents``, as the door
+performs an embedding step), then one database operation that runs the batch's reads and
+writes, and the TTL refreshes of its reads. Dialect differences live in
+:mod:`langgraph.checkpoint.sqlalchemy.dialects`.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
 from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
-from langgraph.checkpoint.sqlalchemy._engine.retry import RETRY_TIMEOUT
 from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
@@ -141,7 +139,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         schema: str | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -169,7 +167,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         schema: str | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        retry_timeout: float = RETRY_TIMEOUT,
+        retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
         **engine_kwargs: Any,
@@ -445,7 +443,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     ) -> tuple[dict[tuple[str, str], Any], set[tuple[str, str]]]:
         """What the store holds for ``keys`` (``(stored namespace text, key)``), expired
         items included and no TTL refreshed: for copies, which compare it with their
-        source (:func:`._items.held`)."""
+        source."""
         return self._runner.run(Access.READ, _items.held, (list(keys), with_vectors))
 
     def load_items(self, items: Iterable[StoredItem], *, batch_size: int = 500) -> int:

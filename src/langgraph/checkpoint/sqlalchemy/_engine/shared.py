@@ -45,9 +45,13 @@ def shared_key(urls: EngineURLs, schema: str | None, kwargs: Mapping[str, Any]) 
     plain = (str, int, float, bool, type(None))
     if urls.memory or not all(isinstance(v, plain) for v in kwargs.values()):
         return None
+    # A relative SQLite path names a file of the current folder: the same URL text opened
+    # from another folder is another database, and must not get the first one's engines.
+    where = type(query_builder(urls.sync.get_backend_name())).database_file(urls.sync)
     return (
         urls.sync.render_as_string(hide_password=False),
         urls.async_.render_as_string(hide_password=False),
+        where,
         schema,
         tuple(sorted(kwargs.items())),
     )

@@ -69,8 +69,8 @@ class QueryBuilder(LeaseRows, ABC):
     construct with bound parameters, so SQLAlchemy's compiled statement cache serves
     repeated calls.
 
-    The class attributes below describe the dialect family's drivers (read by
-    :func:`langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`) and its settings; the
+    The class attributes below describe the dialect family's drivers (read when the saver
+    or the store resolves a URL into its two engines) and its settings; the
     methods are the portable defaults, overridden where a dialect differs.
     """
 
@@ -119,8 +119,8 @@ class QueryBuilder(LeaseRows, ABC):
     def check_url(cls, url: URL) -> bool:
         """Check a URL of the family beyond what SQLAlchemy checks at parse time.
 
-        Called by :func:`langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`. The
-        default accepts every URL.
+        Called when the saver, the store or the command line resolves a URL, before any
+        engine is made. The default accepts every URL.
 
         Args:
             url: The parsed URL (scheme aliases already rewritten).
@@ -141,8 +141,8 @@ class QueryBuilder(LeaseRows, ABC):
         not create a database by reading one (the CLI's read-only commands).
 
         Args:
-            url: A URL :func:`~langgraph.checkpoint.sqlalchemy._engine.engines.resolve_urls`
-                returned.
+            url: A URL as the saver resolved it (scheme aliases rewritten, the driver
+                named).
 
         Returns:
             The path, or None for a server database (the default), an in-memory one or
@@ -154,7 +154,7 @@ class QueryBuilder(LeaseRows, ABC):
     def configure(cls, engine: Engine) -> None:
         """Install the dialect's connection set-up on a sync engine (idempotent).
 
-        Called by :func:`langgraph.checkpoint.sqlalchemy._engine.engines.configure_engine`. The
+        Called on every engine the saver or the store uses, its own or one given. The
         default installs the ``handle_error`` listener that tells SQLAlchemy which more
         errors are disconnects (:meth:`is_disconnect`).
         """
@@ -166,7 +166,7 @@ class QueryBuilder(LeaseRows, ABC):
     def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
         """What the SQL compiled for a dialect instance depends on besides the statement
         and the schema map: statements compiled once are shared by every engine whose
-        dialect gives the same key (:mod:`langgraph.checkpoint.sqlalchemy._engine.cursor`).
+        dialect gives the same key (the hot-path statements run on the DBAPI cursor).
 
         Default: the dialect's class (driver included), parameter style, server version
         and identifier limits, which SQLAlchemy reads from the server at first connect.
@@ -310,9 +310,8 @@ class QueryBuilder(LeaseRows, ABC):
         Raises:
             TypeError: ``key`` is not a string or ``value`` is not JSON.
             ValueError: ``value`` holds NaN, an infinite float or a 64-bit overflow, or
-                nests dicts and lists deeper than ``MAX_DEPTH - 1`` (see
-                :data:`~langgraph.checkpoint.sqlalchemy._codec.canonical.MAX_DEPTH`), and
-                whatever key a dialect cannot address.
+                nests dicts and lists deeper than 30 levels (stored metadata may nest
+                31: MariaDB refuses 32), and whatever key a dialect cannot address.
         """
         if not isinstance(key, str):
             raise TypeError(f"metadata filter keys must be strings, got {type(key).__name__}")
@@ -333,8 +332,8 @@ class QueryBuilder(LeaseRows, ABC):
         match ``1``, ``None`` matches an explicit JSON ``null`` only (not a missing key),
         dicts match regardless of key order, lists element by element, and numbers as
         numbers (``1`` matches ``1.0``, at any depth). NUL characters are removed from the
-        key and the value, as from stored metadata
-        (:func:`~langgraph.checkpoint.sqlalchemy._codec.canonical.canonical_json`). Key and
+        key and the value, as from stored metadata (stored as canonical JSON: keys sorted,
+        no NUL). Key and
         value are bound parameters; no SQL text is built from them. Each dialect writes
         the comparison in :meth:`json_member_equals`.
 
@@ -370,7 +369,7 @@ class QueryBuilder(LeaseRows, ABC):
         """An indexed condition implied by :meth:`metadata_equals` of ``key`` and JSON
         ``text`` (which still decides), or None. Default, when ``indexed`` (the key's
         :data:`.schema.metadata_index` rows are complete): the checkpoint key ``IN`` the
-        key's index rows for :func:`._codec.metakeys.filter_value` (``EXPLAIN``: SQLite and
+        key's index rows for the filter value's coarse index value (``EXPLAIN``: SQLite and
         MariaDB read that range, then the checkpoints by primary key)."""
         if not indexed:
             return None

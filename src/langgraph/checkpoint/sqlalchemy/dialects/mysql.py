@@ -144,8 +144,10 @@ class MySQLQueryBuilder(QueryBuilder):
     @classmethod
     def configure(cls, engine: Engine) -> None:
         """A recursive-CTE limit (:data:`MYSQL_RECURSION_LIMIT`) that lets long parent
-        chains be walked, and on a Galera node causal reads (``wsrep_sync_wait``, see
-        :func:`_on_connect`), set on every new connection; the base's disconnect
+        chains be walked, and on a Galera node causal reads (``wsrep_sync_wait`` raised
+        from 0 to 1; another value, set by the server or the URL, is kept), set on every
+        new connection;
+        the base's disconnect
         listener."""
         super().configure(engine)
         if not event.contains(engine, "connect", _on_connect):

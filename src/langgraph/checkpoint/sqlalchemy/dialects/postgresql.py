@@ -152,7 +152,7 @@ class PostgreSQLQueryBuilder(QueryBuilder):
 
         Without statistics PostgreSQL guesses 0.5% of a table a ``thread_id`` (72,000 rows
         for 20 threads at a million checkpoints, where there are 200): it planned the
-        aggregates of :func:`._ops.browse.list_threads` as a parallel scan (starting the
+        aggregates of ``SQLAlchemySaver.list_threads`` as a parallel scan (starting the
         workers took 10 of its 12 ms), and once that was off, the estimated cost (227,000)
         passed ``jit_above_cost`` (100,000): compiling the query took 10.3 of its 11 ms
         (``EXPLAIN ANALYZE``), against 1.8 ms at 10,000 checkpoints.

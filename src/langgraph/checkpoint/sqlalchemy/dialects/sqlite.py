@@ -231,7 +231,8 @@ class SQLiteQueryBuilder(QueryBuilder):
         atoms, or ``json_tree`` node sets for dicts and lists (``json_each`` takes any key,
         where a SQLite JSON path cannot quote every character).
 
-        A scalar under a key a JSON path can quote (:func:`_path_key`) is read with
+        A scalar under a key a JSON path can quote (printable ASCII without ``"`` or
+        ``\\``) is read with
         ``json_extract``/``json_type`` at ``$."key"`` instead: the same comparison
         without the table-valued function (a third of the time of a search filter on
         10,000 store items).
