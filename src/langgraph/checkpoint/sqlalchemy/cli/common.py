@@ -41,6 +41,7 @@ from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_ur
 from langgraph.checkpoint.sqlalchemy.cli.helptext import (
     DATABASE_ENV,
     FILE_COMPLETION,
+    NO_DATABASE,
     NOT_FOUND,
     PROG,
     SCHEMA_ENV,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DATABASE_ENV",
     "NOT_FOUND",
+    "NO_DATABASE",
     "PROG",
     "SCHEMA_ENV",
     "CommandError",
@@ -235,13 +237,16 @@ def add_command(
     return parser
 
 
-def add_group(sub: Any, name: str, help: str, *, about: str, examples: Sequence[str]) -> Any:
-    """Add the command group ``name`` (``threads``, ``store``) to the subparsers ``sub``.
+def add_group(
+    sub: Any, name: str, help: str, *, about: str, examples: Sequence[str], **texts: Any
+) -> Any:
+    """Add the command group ``name`` (``threads``, ``store``) to the subparsers ``sub``
+    (``texts``: see :func:`.helptext.help_texts`).
 
     Returns:
         The group's subparsers, to add its commands to with :func:`add_command`.
     """
-    group = sub.add_parser(name, help=help, **help_texts(about, examples))
+    group = sub.add_parser(name, help=help, **help_texts(about, examples, **texts))
     return group.add_subparsers(
         dest=f"{name}_command", required=True, metavar="ACTION", help="what to do"
     )

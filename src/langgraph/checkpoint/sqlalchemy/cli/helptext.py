@@ -20,6 +20,7 @@ __all__ = [
     "DATABASE_ENV",
     "FILE_COMPLETION",
     "NOT_FOUND",
+    "NO_DATABASE",
     "PROG",
     "SCHEMA_ENV",
     "URL_ENV_HELP",
@@ -41,11 +42,13 @@ DATABASE_ENV: tuple[tuple[str, str], ...] = (
     (SCHEMA_ENV, "the PostgreSQL schema of the tables when --schema is not given"),
 )
 
-#: What exit code 1 means for most commands: something needed was not there.
-NOT_FOUND = (
+#: What exit code 1 means for a command on the database: it was not there as needed.
+NO_DATABASE = (
     "not found: no database at the SQLite path, a server that cannot be reached, tables "
-    "at another revision than this package's, an unknown thread"
+    "at another revision than this package's"
 )
+#: What exit code 1 means for most commands: that, or a thread named that has no checkpoint.
+NOT_FOUND = f"{NO_DATABASE}, an unknown thread"
 
 #: How shells complete a file name (shtab's ``FILE``, written out so that building the
 #: parser does not import shtab): set as an argument's ``complete`` attribute.

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.cli.common import (
-    NOT_FOUND,
+    NO_DATABASE,
     CommandError,
     add_command,
     confirm,
@@ -175,6 +175,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             "upgrade --url postgresql+psycopg://app@db/agents",
             "upgrade --sql --url postgresql://db/agents > upgrade.sql",
         ],
+        failed=NO_DATABASE,
     )
     up.add_argument(
         "revision",
@@ -198,7 +199,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             "downgrade base --yes",
             "downgrade base --sql",
         ],
-        failed=f"{NOT_FOUND}; the confirmation refused",
+        failed=f"{NO_DATABASE}; the confirmation refused",
     )
     down.add_argument(
         "revision", metavar="REVISION", help="the revision to go down to (base: none)"
@@ -214,7 +215,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         tables are at head, behind (run upgrade) or ahead (migrated by a newer version of
         the package). With --check, a readiness probe: exit 1 unless at head.""",
         examples=["current", "current --check"],
-        failed=f"{NOT_FOUND}; with --check, tables behind or ahead of head",
+        failed=f"{NO_DATABASE}; with --check, tables behind or ahead of head",
     )
     cur.add_argument("--check", action="store_true", help="exit 1 unless at head")
     stamp = add_command(
@@ -226,6 +227,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         about="""Record REVISION in the version table without running any migration
         (for tables created or repaired by hand). Creates no SQLite file.""",
         examples=["stamp head", "stamp 0009_store --url postgresql://db/agents"],
+        failed=NO_DATABASE,
     )
     stamp.add_argument("revision", metavar="REVISION", help="the revision to record (or head)")
     reindex = add_command(
@@ -240,6 +242,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         over every checkpoint; a progress bar counts the checkpoints on a terminal.""",
         examples=["reindex-metadata user_id", "reindex-metadata user_id tenant --no-progress"],
         progress=True,
+        failed=NO_DATABASE,
     )
     reindex.add_argument(
         "key",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlalchemy.cli.common import (
     DATABASE_ENV,
-    NOT_FOUND,
+    NO_DATABASE,
     CommandError,
     add_command,
     add_group,
@@ -51,6 +51,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         checkpoints: list its namespaces, count its items, delete expired items, copy an
         official store in.""",
         examples=["store stats", "store list-namespaces --prefix memories", "store sweep"],
+        failed=NO_DATABASE,
     )
     named = """The database read is named on stderr (and as "database" with --json), its
     password hidden."""
@@ -67,6 +68,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             "store list-namespaces",
             "store list-namespaces --prefix users.*.memories --json",
         ],
+        failed=NO_DATABASE,
     )
     ls.add_argument("--prefix", metavar="A.B", help="only under this prefix (* = any label)")
     ls.add_argument("--suffix", metavar="A.B", help="only ending with these labels (* = any)")
@@ -82,6 +84,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         about=f"""Count the store's live items, namespaces, stored vectors and expired
         items (deleted by store sweep). {named}""",
         examples=["store stats", "store stats --json --url postgresql://db/agents"],
+        failed=NO_DATABASE,
     )
     add_command(
         ssub,
@@ -92,6 +95,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         about="""Delete the expired items now and print how many. No confirmation: an
         expired item is already invisible to every read.""",
         examples=["store sweep", "store sweep --json"],
+        failed=NO_DATABASE,
     )
     cp = add_command(
         ssub,
@@ -116,7 +120,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                 "OPENAI_API_KEY for openai:...)",
             ),
         ],
-        failed=f"{NOT_FOUND}; an item missing or different in the target (MISMATCH)",
+        failed=f"{NO_DATABASE}; an item missing or different in the target (MISMATCH)",
         progress=True,
     )
     cp.add_argument(
