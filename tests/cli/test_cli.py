@@ -47,6 +47,12 @@ def run_cli(*args: str, url: str, stdin: str | None = None) -> subprocess.Comple
     )
 
 
+def listed_threads(stdout: str) -> list[dict[str, Any]]:
+    """The threads of ``threads list --json``'s output."""
+    threads: list[dict[str, Any]] = json.loads(stdout)["threads"]
+    return threads
+
+
 def fill(saver: SQLAlchemySaver, threads: int, per_thread: int, ns: str = "") -> None:
     """``per_thread`` checkpoints (a chain) on each of ``threads`` threads, with a write."""
     for t in range(threads):
@@ -72,13 +78,13 @@ def test_threads_list_human_and_json(filled: str) -> None:
     assert human.returncode == 0, human.stderr
     assert human.stdout.splitlines()[0].split()[:3] == ["THREAD", "CHECKPOINTS", "NAMESPACES"]
     listed = run_cli("threads", "list", "--json", url=filled)
-    threads = json.loads(listed.stdout)
+    threads = listed_threads(listed.stdout)
     # newest activity first: t0's subgraph namespace was written last, then t2, t1
     assert [t["thread_id"] for t in threads] == ["t0", "t2", "t1"]
     assert {t["thread_id"]: t["checkpoints"] for t in threads} == {"t0": 6, "t1": 4, "t2": 4}
     assert threads[0]["namespaces"] == 2
     assert all(t["bytes"] > 0 and t["last_activity"] for t in threads)
-    page = json.loads(
+    page = listed_threads(
         run_cli("threads", "list", "--limit", "1", "--offset", "1", "--json", url=filled).stdout
     )
     assert [t["thread_id"] for t in page] == ["t2"]
@@ -105,7 +111,7 @@ def test_threads_delete_asks_then_deletes(filled: str) -> None:
     assert refused.returncode == 1 and "--yes" in refused.stderr
     done = run_cli("threads", "delete", "t0", "t1", "--yes", url=filled)
     assert done.returncode == 0, done.stderr
-    left = json.loads(run_cli("threads", "list", "--json", url=filled).stdout)
+    left = listed_threads(run_cli("threads", "list", "--json", url=filled).stdout)
     assert [t["thread_id"] for t in left] == ["t2"]
 
 
@@ -113,7 +119,8 @@ def test_prune_dry_run_then_keep_latest_and_idle(filled: str) -> None:
     plan = json.loads(run_cli("prune", "t1", "--dry-run", "--json", url=filled).stdout)
     assert plan["dry_run"] and [t["thread_id"] for t in plan["threads"]] == ["t1"]
     assert (
-        json.loads(run_cli("threads", "list", "--json", url=filled).stdout)[1]["checkpoints"] == 4
+        listed_threads(run_cli("threads", "list", "--json", url=filled).stdout)[1]["checkpoints"]
+        == 4
     )
     done = json.loads(run_cli("prune", "t1", "--yes", "--json", url=filled).stdout)
     assert done["checkpoints_after"] == {"t1": 1}
@@ -123,7 +130,7 @@ def test_prune_dry_run_then_keep_latest_and_idle(filled: str) -> None:
     # everything has been idle for 0 seconds: --strategy delete removes all
     gone = run_cli("prune", "--idle-for", "0s", "--strategy", "delete", "--yes", url=filled)
     assert gone.returncode == 0, gone.stderr
-    assert json.loads(run_cli("threads", "list", "--json", url=filled).stdout) == []
+    assert listed_threads(run_cli("threads", "list", "--json", url=filled).stdout) == []
     usage = run_cli("prune", url=filled)
     assert usage.returncode == 2 and "--idle-for" in usage.stderr
     bad = run_cli("prune", "--idle-for", "soon", url=filled)

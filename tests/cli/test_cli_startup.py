@@ -1,5 +1,6 @@
-"""What the command line imports before it does its work: ``--help`` and a usage
-error need the standard library only; ``threads list`` and a saver that only reads and
+"""What the command line imports before it does its work: ``--help``, ``--version``
+and a usage error need the standard library only (no shtab either: only ``completion``
+imports it); ``threads list`` and a saver that only reads and
 writes checkpoints never load Alembic (nor ``rich``, the progress bar of ``copy``);
 ``threads list`` needs no saver, so it loads neither LangGraph nor LangChain (nor
 SQLAlchemy's asyncio extension and ORM): SQLAlchemy's core and the package's SQL only.
@@ -28,6 +29,8 @@ DATABASE = ("sqlalchemy", "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects
 LANGGRAPH = ("langchain_core", "langgraph.checkpoint.base", "pydantic", "ormsgpack")
 MIGRATIONS = ("alembic",)
 PROGRESS = ("rich",)
+#: The generator of shell completion scripts (the ``completion`` command alone).
+COMPLETION = ("shtab",)
 SAVER = ("langgraph.checkpoint.sqlalchemy.saver", "langgraph.checkpoint.sqlalchemy.transfer")
 #: What a saver needs and ``threads list`` does not (it runs the saver's plan on the sync door).
 SAVER_ONLY = (
@@ -81,17 +84,18 @@ def loaded(modules: set[str], heavy: tuple[str, ...]) -> list[str]:
     "argv",
     [
         cli("--help"),
+        cli("--version"),
         cli("threads", "list", "--help"),
         cli("copy", "--help"),
         cli("threads", "list", "--limit", "-1"),  # a usage error: exit 2 from argparse
         ["-c", "import langgraph.checkpoint.sqlalchemy"],
     ],
-    ids=["help", "threads-list-help", "copy-help", "usage-error", "import-package"],
+    ids=["help", "version", "threads-list-help", "copy-help", "usage-error", "import-package"],
 )
 def test_parser_and_package_import_no_database_library(argv: list[str]) -> None:
     modules, _ = imported(*argv)
     assert "langgraph.checkpoint.sqlalchemy" in modules
-    heavy = DATABASE + LANGGRAPH + MIGRATIONS + PROGRESS + SAVER
+    heavy = DATABASE + LANGGRAPH + MIGRATIONS + PROGRESS + SAVER + COMPLETION
     assert loaded(modules, heavy) == []
 
 

@@ -327,7 +327,7 @@ async def test_cli_threads_and_export_import_with_long_names(
     args = _url_args(door.saver)
     capsys.readouterr()
     assert cli.main([*args, "--json", "threads", "list"]) == 0
-    listed = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)["threads"]
     assert {t["thread_id"] for t in listed} == {LONG_THREAD, "short"}
     assert cli.main([*args, "--json", "threads", "show", LONG_THREAD, "--ns", LONG_NS]) == 0
     shown = json.loads(capsys.readouterr().out)

@@ -29,7 +29,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver, cli
-from langgraph.checkpoint.sqlalchemy.cli import _parser
+from langgraph.checkpoint.sqlalchemy.cli import build_parser
 
 from ..checkpoints import put_numbered_chain
 from ..provision import BACKENDS, MARIADB_ADMIN_URL, POSTGRES_ADMIN_URL, fresh_database
@@ -50,20 +50,21 @@ def with_secret(url: str, position: str) -> str:
 
 
 def leaf_commands() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every command of the CLI (``("threads", "list")``, ...) with its parser, read from
-    the parser itself."""
+    """Every command of the CLI that opens a database (``("threads", "list")``, ...) with
+    its parser, read from the parser itself (``completion`` reads none: it is left out)."""
     found: list[tuple[tuple[str, ...], argparse.ArgumentParser]] = []
 
     def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if not subs:
-            found.append((path, parser))
+            if path != ("completion",):
+                found.append((path, parser))
             return
         for sub in subs:
             for name, child in sub.choices.items():
                 walk(child, (*path, name))
 
-    walk(_parser(), ())
+    walk(build_parser(), ())
     return found
 
 

@@ -414,18 +414,14 @@ def test_an_item_the_target_already_has_takes_the_source_times(
         assert held(target) == expected(sqlite_source)
 
 
-def test_the_progress_bar_counts_rows(sqlite_source: str) -> None:
-    from langgraph.checkpoint.sqlalchemy.cli.common import progress_bar
-
+def test_the_progress_callback_counts_rows(sqlite_source: str) -> None:
+    """The rows read so far after each page, up to ``count()`` (the total of the CLI's
+    bar: tests/cli/test_cli_progress.py shows it on a terminal)."""
     seen: list[int] = []
     with transfer.open_store_source(sqlite_source) as src:
         total = src.count()
-        with progress_bar(True, lambda: total, "copying items") as progress:
-            assert progress is not None
-            with open_target(":memory:") as target:
-                transfer.copy_store(
-                    src, target, batch_size=10, progress=lambda n: (seen.append(n), progress(n))
-                )
+        with open_target(":memory:") as target:
+            transfer.copy_store(src, target, batch_size=10, progress=seen.append)
     assert total == ALIVE + 2 and seen == [10, 20, ALIVE + 2]
 
 

@@ -78,7 +78,13 @@ class OperatorMethods:
         """Async :meth:`copy_thread`."""
         await self._runner.adrive(self._plans.copy_thread(source_thread_id, target_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         """Prune threads, each in its own transaction.
 
         ``"delete"`` removes the threads. ``"keep_latest"`` keeps the newest checkpoint of
@@ -90,18 +96,29 @@ class OperatorMethods:
         Args:
             thread_ids: Thread ids; an empty list does nothing.
             strategy: ``"keep_latest"`` (default) or ``"delete"``.
+            progress: Called after each thread's transaction commits, with the number
+                of threads pruned so far (for a progress bar). An exception it raises
+                stops the pruning; the threads before stay pruned.
 
         Raises:
             TypeError: ``thread_ids`` is a bare string.
             ValueError: Unknown strategy.
         """
-        self._runner.drive(self._plans.prune(thread_ids, strategy))
+        self._runner.drive(self._plans.prune(thread_ids, strategy, progress))
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         """Async :meth:`prune`."""
-        await self._runner.adrive(self._plans.prune(thread_ids, strategy))
+        await self._runner.adrive(self._plans.prune(thread_ids, strategy, progress))
 
-    def reindex_metadata(self) -> builtins.list[str]:
+    def reindex_metadata(
+        self, *, progress: Callable[[int], None] | None = None
+    ) -> builtins.list[str]:
         """Index the stored checkpoints for this saver's ``metadata_index_keys`` that the
         database does not index yet, so that filters on them read the index (SQLite,
         MySQL/MariaDB; PostgreSQL's GIN index covers every key: nothing to do).
@@ -111,14 +128,23 @@ class OperatorMethods:
         (O(N); on SQLite it holds the write lock throughout). Savers already running
         use the index for these keys after a restart; until then they scan.
 
+        Args:
+            progress: Called after each batch of stored checkpoints is indexed (2,000 a
+                batch), inside the transaction, with the number of checkpoints read so
+                far (from 0 again if the transaction is retried); never called when
+                nothing is to be indexed (PostgreSQL, keys already indexed). An
+                exception it raises rolls everything back.
+
         Returns:
             The keys indexed by this call (empty: nothing was missing).
         """
-        return self._runner.drive(self._plans.reindex_metadata())
+        return self._runner.drive(self._plans.reindex_metadata(progress))
 
-    async def areindex_metadata(self) -> builtins.list[str]:
+    async def areindex_metadata(
+        self, *, progress: Callable[[int], None] | None = None
+    ) -> builtins.list[str]:
         """Async :meth:`reindex_metadata`."""
-        return await self._runner.adrive(self._plans.reindex_metadata())
+        return await self._runner.adrive(self._plans.reindex_metadata(progress))
 
     # -- per-thread lock across processes ----------------------------------------------------
 

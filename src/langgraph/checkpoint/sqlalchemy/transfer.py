@@ -44,6 +44,7 @@ from langgraph.checkpoint.sqlalchemy._transfer.sources import (
     Source as Source,  # what open_source yields (documented with this module)
 )
 from langgraph.checkpoint.sqlalchemy._transfer.writing import (
+    counted,
     refuse_existing,
     source_entries,
     source_errors,
@@ -264,7 +265,7 @@ def count_checkpoints(
     source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
 ) -> int:
     """Checkpoints of the chosen threads (None: all) in ``source``, every namespace: the
-    total for a progress bar of :func:`copy_threads`."""
+    total for a progress bar of :func:`copy_threads` and :func:`export_threads`."""
     reader = Reader(source)
     return sum(len(reader.keys(t)) for t in _chosen_threads(reader, thread_ids))
 
@@ -365,7 +366,11 @@ def copy_threads(
 
 
 def export_threads(
-    saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None, fp: IO[str]
+    saver: BaseCheckpointSaver[Any],
+    thread_ids: Sequence[str] | None,
+    fp: IO[str],
+    *,
+    progress: Callable[[int], None] | None = None,
 ) -> ExportReport:
     """Write threads to a JSON lines file that :func:`import_threads` reads back.
 
@@ -390,6 +395,9 @@ def export_threads(
         fp: A text file open for writing. Written as it goes: write to a temporary
             file and rename it at the end (as the CLI does) so that an interrupted
             export is never found under the final name.
+        progress: Called after each checkpoint is written with the number written so
+            far (the total: :func:`count_checkpoints`). An exception it raises stops the
+            export where it is (the file then has no end line).
 
     Returns:
         Counts of what was written (a thread without checkpoints is not).
@@ -407,6 +415,8 @@ def export_threads(
             fp.write(line)
             checkpoints += 1
             writes += len(pending)
+            if progress is not None:
+                progress(report.checkpoints + checkpoints)
         if checkpoints:
             fp.write(_jsonl.thread_end_line(thread_id, checkpoints, writes))
             report.threads += 1
@@ -444,6 +454,7 @@ def import_threads(
     thread_ids: Sequence[str] | None = None,
     into_existing: bool = False,
     allow_incomplete: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Read a file written by :func:`export_threads` into our saver.
 
@@ -470,6 +481,11 @@ def import_threads(
             :attr:`ImportReport.left_out`), or of version 1 or 2, which have no end line
             (each thread is imported as the file holds it: its last one may lack
             checkpoints). Counts that disagree are refused even so.
+        progress: Called while the threads are written (after the file is checked) with
+            the number of the file's checkpoints handled so far, stored or skipped as
+            already there (the total: the sum of :func:`import_plan`'s counts of the
+            threads imported), inside each thread's transaction. An exception it raises
+            stops the import and rolls that thread back (as an interruption does).
 
     Returns:
         Counts of what was imported and skipped, and the threads written.
@@ -503,13 +519,17 @@ def import_threads(
     report = ImportReport(thread_ids=list(parts), whole_file=contents.whole)
     report.left_out = [contents.cut] if contents.cut is not None else []
     current: str | None = None
+    handled = 0
     try:
         for thread_id, part in parts.items():
             current = thread_id
             existing = saver.run_read(_held.checkpoint_keys, thread_id)
             entries = _exportfile.file_entries(fp, part, existing, writer.serde)
-            stored, writes = store_thread(writer, thread_id, entries)
+            stored, writes = store_thread(writer, thread_id, counted(entries, progress, handled))
             current = None
+            handled += part.checkpoints
+            if progress is not None:
+                progress(handled)
             report.threads += 1
             report.checkpoints_imported += stored
             report.checkpoints_skipped += part.checkpoints - stored

@@ -7,7 +7,7 @@ Which keys are indexed, their index values and the rows ``put`` adds are pure Py
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS, index_rows
@@ -24,7 +24,12 @@ def registered(conn: Connection) -> frozenset[str]:
     return frozenset(str(k) for (k,) in conn.execute(select(metadata_keys.c.key)))
 
 
-def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int:
+def backfill(
+    conn: Connection,
+    insert_ignore: Any,
+    keys: Collection[str],
+    progress: Callable[[int], None] | None = None,
+) -> int:
     """Write the index rows of ``keys`` for every stored checkpoint, then list the keys
     in :data:`.schema.metadata_keys`: run in the caller's transaction (migration 0006,
     :meth:`.SQLAlchemySaver.reindex_metadata`).
@@ -37,6 +42,7 @@ def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int
         insert_ignore: The dialect's ``INSERT`` ignoring taken keys
             (:meth:`.QueryBuilder.insert_ignore`) of :data:`.schema.metadata_index`.
         keys: Keys to index (checked by :func:`._codec.metakeys.checked_keys`).
+        progress: Called after each batch with the number of checkpoints read so far.
 
     Returns:
         Index rows written.
@@ -47,7 +53,7 @@ def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int
     c = checkpoints.c
     key_columns = (c.thread_id, c.checkpoint_ns, c.checkpoint_id)
     after: tuple[Any, ...] | None = None
-    written = 0
+    written = read = 0
     while True:
         query = select(*key_columns, read_json(c.metadata)).order_by(*key_columns).limit(_BATCH)
         if after is not None:
@@ -64,6 +70,9 @@ def backfill(conn: Connection, insert_ignore: Any, keys: Collection[str]) -> int
             conn.execute(insert_ignore, rows)
             written += len(rows)
         after = tuple(batch[-1][:3])
+        read += len(batch)
+        if progress is not None:
+            progress(read)
     known = registered(conn)
     new = [{"key": k} for k in keys if k not in known]
     if new:

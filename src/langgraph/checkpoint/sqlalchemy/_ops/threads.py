@@ -259,11 +259,16 @@ def delete_for_runs(conn: Connection, st: Statements, run_ids: Sequence[str]) ->
             _delete_orphans(conn, st, t, stored_blobs[t])
 
 
-def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> list[str]:
+def reindex_metadata(
+    conn: Connection,
+    st: Statements,
+    keys: Sequence[str],
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
     """Index the stored checkpoints for the ``keys`` that :data:`.schema.metadata_keys`
-    does not list yet, and list them (:func:`._ops.metaindex.backfill`): after this, filters
-    on them read the index. One transaction; nothing to do where the dialect keeps no
-    index rows (PostgreSQL).
+    does not list yet, and list them (:func:`._ops.metaindex.backfill`, which tells
+    ``progress`` the checkpoints read): after this, filters on them read the index. One
+    transaction; nothing to do where the dialect keeps no index rows (PostgreSQL).
 
     Returns:
         The keys indexed now.
@@ -272,5 +277,5 @@ def reindex_metadata(conn: Connection, st: Statements, keys: Sequence[str]) -> l
         return []
     todo = [k for k in keys if k not in _metaindex.registered(conn)]
     if todo:
-        _metaindex.backfill(conn, st.put_metadata_index, todo)
+        _metaindex.backfill(conn, st.put_metadata_index, todo, progress)
     return todo

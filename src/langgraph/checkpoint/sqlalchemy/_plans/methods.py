@@ -150,8 +150,14 @@ class Plans:
         source, target = _configs.thread(source_thread_id), _configs.thread(target_thread_id)
         yield Access.WRITE, _threads.copy_thread, (source, target)
 
-    def prune(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
-        """Each thread in its own transaction; every argument checked before the first."""
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        strategy: str,
+        progress: Callable[[int], None] | None = None,
+    ) -> Plan[None]:
+        """Each thread in its own transaction; every argument checked before the first;
+        ``progress`` told the threads done after each."""
         threads = [_configs.thread(t) for t in _configs.id_list(thread_ids, "thread_ids")]
         op: Callable[..., None]
         extra: tuple[Any, ...]
@@ -161,8 +167,10 @@ class Plans:
             op, extra = _threads.prune_keep_latest, (self.codec.pending_delta_channels,)
         else:
             raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
-        for t in threads:
+        for done, t in enumerate(threads, 1):
             yield Access.WRITE, op, (self.st, t, *extra)
+            if progress is not None:
+                progress(done)
 
     def list_threads(
         self, limit: int | None, offset: int, idle_for: timedelta | None, after: object
@@ -175,9 +183,10 @@ class Plans:
         keys: frozenset[str] = yield Access.READ, _checkpoints.registered_keys, (self.st,)
         return keys
 
-    def reindex_metadata(self) -> Plan[list[str]]:
+    def reindex_metadata(self, progress: Callable[[int], None] | None = None) -> Plan[list[str]]:
         keys = self.codec.index_keys
-        done: list[str] = yield Access.WRITE, _threads.reindex_metadata, (self.st, keys)
+        call = Access.WRITE, _threads.reindex_metadata, (self.st, keys, progress)
+        done: list[str] = yield call
         return done
 
     def storage_stats(

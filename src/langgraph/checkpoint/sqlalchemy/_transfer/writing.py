@@ -141,6 +141,23 @@ def source_entries(
     return entries
 
 
+def counted(
+    entries: Callable[[], Iterator[Entry]], progress: Callable[[int], None] | None, handled: int
+) -> Callable[[], Iterator[Entry]]:
+    """``entries``, telling ``progress`` after each how many are handled, counting from
+    ``handled`` (again from there when the transaction starts over)."""
+    if progress is None:
+        return entries
+    tell = progress
+
+    def counting() -> Iterator[Entry]:
+        for n, entry in enumerate(entries(), 1):
+            yield entry
+            tell(handled + n)
+
+    return counting
+
+
 def refuse_existing(
     target: SQLAlchemySaver,
     thread_ids: Sequence[str],

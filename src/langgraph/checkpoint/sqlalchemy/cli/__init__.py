@@ -1,10 +1,15 @@
 """Command line: migrate the checkpoint tables, browse and maintain threads, move data.
 
 ``python -m langgraph.checkpoint.sqlalchemy COMMAND`` (also installed as
-``langgraph-checkpoint-sqlalchemy``). The URL comes from ``--url``, else the environment
-variable ``LANGGRAPH_CHECKPOINT_URL``, else ``sqlite:///checkpoints.sqlite``. Output is
-for people by default; ``--json`` prints one JSON document for scripts. Destructive
-commands ask for confirmation unless ``--yes``.
+``langgraph-checkpoint-sqlalchemy``; ``--version`` prints the package's version). The URL
+comes from ``--url``, else the environment variable ``LANGGRAPH_CHECKPOINT_URL``, else
+``sqlite:///checkpoints.sqlite``. Output is for people by default; ``--json`` prints one
+JSON document for scripts. Destructive commands ask for confirmation unless ``--yes``.
+Long commands (``prune``, ``export``, ``import``, ``copy``, ``store copy``,
+``reindex-metadata``) show a progress bar on stderr when it is a terminal (not with
+``--json`` or ``--no-progress``). Every command's ``--help`` has examples, the
+environment variables it reads and its exit codes (worded once, in :mod:`.helptext`);
+``completion bash|zsh|tcsh`` prints a shell completion script (:mod:`.completion`).
 
 Exit codes: 0 ok; 1 a check failed or something was not found (``current --check`` not
 at head, a refused confirmation, a failed copy verification, an unknown thread, no
@@ -16,15 +21,17 @@ process killed by SIGPIPE; 130 interrupted.
 Every error is one line on stderr, ``error: <what happened>. <what to do>``, with the
 password of any URL masked; no traceback. Only a bug of this program prints one.
 
-This module builds the parser and runs :func:`main`; :mod:`.explain` words a failed
-command's error. The commands live in one module each by what they work on, and import
-only :mod:`.common` (their error, output, argument types, opening the database), never
-each other or this module:
+This module builds the parser (:func:`build_parser`) and runs :func:`main`;
+:mod:`.explain` words a failed command's error. The commands live in one module each by
+what they work on, and import only :mod:`.common` (their error, output, argument types,
+help text, opening the database) and :mod:`.progress` (the progress bar), never each
+other or this module:
 
-- :mod:`.schema`: ``upgrade``, ``downgrade``, ``current``, ``stamp``;
+- :mod:`.schema`: ``upgrade``, ``downgrade``, ``current``, ``stamp``, ``reindex-metadata``;
 - :mod:`.threads`: ``threads list|show|delete``, ``prune``, ``copy-thread``, ``stats``;
 - :mod:`.data`: ``copy``, ``export``, ``import``;
-- :mod:`.store`: ``store list-namespaces|stats|sweep|copy`` (the long-term memory store).
+- :mod:`.store`: ``store list-namespaces|stats|sweep|copy`` (the long-term memory store);
+- :mod:`.completion`: ``completion``, which is handed the finished parser.
 
 Building the parser imports no database library: the command modules import SQLAlchemy,
 Alembic, LangGraph and the saver inside the commands that need them, so that ``--help``
@@ -40,13 +47,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from langgraph.checkpoint.sqlalchemy import __version__
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy._engine.defaults import DEFAULT_URL, url_from_env
-from langgraph.checkpoint.sqlalchemy.cli import data, schema, store, threads
-from langgraph.checkpoint.sqlalchemy.cli.common import Handler
+from langgraph.checkpoint.sqlalchemy.cli import completion, data, schema, store, threads
+from langgraph.checkpoint.sqlalchemy.cli.common import PROG, SCHEMA_ENV, Handler
 from langgraph.checkpoint.sqlalchemy.cli.explain import explain, one_line
+from langgraph.checkpoint.sqlalchemy.cli.helptext import help_texts
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,11 +82,39 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: every command, its options and its ``--help`` text.
+
+    Building it imports no database library. It is what ``completion`` turns into a
+    shell script, and what a tool reading argparse parsers (documentation, other
+    completion generators) can be given.
+
+    Returns:
+        A new parser; ``parse_args`` sets ``handler``, the function that runs the command.
+    """
     common = _common()
     parser = _Parser(
-        prog="langgraph-checkpoint-sqlalchemy",
-        description="Manage the checkpoint tables and threads of langgraph-checkpoint-sqlalchemy.",
+        prog=PROG,
+        **help_texts(
+            """Manage the checkpoint tables, threads and store of
+            langgraph-checkpoint-sqlalchemy: migrations, browsing, retention, moving data.
+            Global options go before or after the command; each command's --help has
+            examples.""",
+            [
+                "upgrade",
+                "current --check",
+                "threads list --url postgresql+psycopg://app@db/agents",
+                "--yes prune --idle-for 30d",
+                "export --all -o backup.jsonl",
+            ],
+            failed="""a check failed or something was not found: current --check not at
+            head, a refused confirmation, a failed copy verification, an unknown thread,
+            no database at the path, a server that cannot be reached, tables at another
+            revision""",
+        ),
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"{PROG} {__version__}", help="print the version"
     )
     parser.add_argument(
         "--url",
@@ -87,18 +124,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--schema",
-        default=os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA"),
-        help="PostgreSQL schema of the tables (default: $LANGGRAPH_CHECKPOINT_SCHEMA)",
+        default=os.environ.get(SCHEMA_ENV),
+        help=f"PostgreSQL schema of the tables (default: ${SCHEMA_ENV})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--yes", "-y", action="store_true", help="do not ask before destructive steps"
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND --help)"
+    )
     schema.add_commands(sub, common)
     threads.add_commands(sub, common)
     data.add_commands(sub, common)
     store.add_commands(sub, common)
+    completion.add_commands(sub, parser)
     return parser
 
 
@@ -126,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupted. Errors are one line on stderr, never a traceback (except for a bug).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     # Every argument may be a URL, even where none is expected (``stamp URL``: a
     # revision that an error quotes): the secrets of all of them are masked.

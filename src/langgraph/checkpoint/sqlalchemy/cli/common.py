@@ -1,13 +1,16 @@
 """What every CLI command uses: its error, output, argument types, and opening the
 database.
 
-The bottom of the :mod:`.cli` package: the command modules (:mod:`.schema`,
-:mod:`.threads`, :mod:`.data`) and :mod:`.explain` import it, and it imports none of them.
+The bottom of the :mod:`.cli` package but for :mod:`.helptext` (the words of ``--help``):
+the command modules (:mod:`.schema`, :mod:`.threads`, :mod:`.data`, :mod:`.store`,
+:mod:`.completion`) and :mod:`.explain` import it, and it imports none of them.
 
 - :class:`CommandError`, which a command raises to stop with a message and an exit code
   (:mod:`.explain` turns it, and any other error a user can fix, into one line);
-- output: :func:`emit` (``--json`` or text), :func:`confirm`, :func:`masked` URLs;
-- argparse: :func:`add_command` and the argument types :func:`count`,
+- output: :func:`emit` (``--json`` or text), :func:`confirm`, :func:`masked` URLs,
+  :func:`read_from` (the database a listing reads, named);
+- argparse: :func:`add_command` and :func:`add_group` (with the ``--help`` text of
+  :mod:`.helptext`), :func:`path_argument` and the argument types :func:`count`,
   :func:`positive`, :func:`duration`;
 - the database: :func:`resolve`, :func:`require_database`, :func:`require_folder`,
   :func:`schema_connection`, :func:`open_saver`, :func:`open_runner`,
@@ -35,6 +38,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import errors
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
+from langgraph.checkpoint.sqlalchemy.cli.helptext import (
+    DATABASE_ENV,
+    FILE_COMPLETION,
+    NO_DATABASE,
+    NOT_FOUND,
+    PROG,
+    SCHEMA_ENV,
+    help_texts,
+)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlalchemy._engine.doors import SyncRunner
@@ -43,6 +55,40 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
     from sqlalchemy.engine import URL
 
+__all__ = [
+    "DATABASE_ENV",
+    "NOT_FOUND",
+    "NO_DATABASE",
+    "PROG",
+    "SCHEMA_ENV",
+    "CommandError",
+    "Handler",
+    "add_command",
+    "add_group",
+    "as_json",
+    "cell",
+    "check_threads",
+    "confirm",
+    "count",
+    "duration",
+    "emit",
+    "engine_url",
+    "masked",
+    "open_runner",
+    "open_saver",
+    "opened",
+    "path_argument",
+    "positive",
+    "read_from",
+    "require_database",
+    "require_folder",
+    "resolve",
+    "schema_connection",
+    "sentence",
+    "where",
+]
+
+#: Runs a command: its arguments in, its exit code out.
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -126,6 +172,16 @@ def where(args: argparse.Namespace) -> str:
     return masked(engine_url(args.url))
 
 
+def read_from(args: argparse.Namespace) -> str:
+    """The database a listing read (``args.url_in_use``, else ``--url``), password hidden,
+    for its ``--json`` output; for people, also said on stderr (``database: URL``), so that
+    stdout holds the listing alone."""
+    shown = masked(engine_url(getattr(args, "url_in_use", None) or args.url))
+    if not args.json:
+        print(f"database: {shown}", file=sys.stderr)
+    return shown
+
+
 def engine_url(url: str) -> str | URL:
     """The sync engine URL of ``url``, or ``url`` itself when it does not resolve."""
     from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
@@ -140,7 +196,16 @@ def engine_url(url: str) -> str | URL:
 
 
 def add_command(
-    sub: Any, common: argparse.ArgumentParser, name: str, handler: Handler, help: str
+    sub: Any,
+    common: argparse.ArgumentParser,
+    name: str,
+    handler: Handler,
+    help: str,
+    *,
+    about: str,
+    examples: Sequence[str],
+    progress: bool = False,
+    **texts: Any,
 ) -> argparse.ArgumentParser:
     """Add the command ``name`` to the subparsers ``sub``; it runs ``handler``.
 
@@ -149,14 +214,48 @@ def add_command(
         common: The parent parser of the global options (accepted after the command too).
         name: The command's name.
         handler: Runs the command and returns its exit code.
-        help: One line for ``--help``.
+        help: One line, for the list of commands in the parent's ``--help``.
+        about: What the command does, the description of its ``--help``.
+        examples: Command lines after the program's name, shown in its ``--help``.
+        progress: The command shows a progress bar: it gets ``--no-progress``
+            (see :func:`.progress.progress_bar`).
+        texts: ``env``, ``failed``, ``interrupted``: see :func:`.helptext.help_texts`.
 
     Returns:
         The command's parser, to add its own arguments to.
     """
-    parser: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, parents=[common], help=help, **help_texts(about, examples, **texts)
+    )
     parser.set_defaults(handler=handler)
+    if progress:
+        parser.add_argument(
+            "--no-progress",
+            action="store_true",
+            help="no progress bar (it is shown only when stderr is a terminal, never with --json)",
+        )
     return parser
+
+
+def add_group(
+    sub: Any, name: str, help: str, *, about: str, examples: Sequence[str], **texts: Any
+) -> Any:
+    """Add the command group ``name`` (``threads``, ``store``) to the subparsers ``sub``
+    (``texts``: see :func:`.helptext.help_texts`).
+
+    Returns:
+        The group's subparsers, to add its commands to with :func:`add_command`.
+    """
+    group = sub.add_parser(name, help=help, **help_texts(about, examples, **texts))
+    return group.add_subparsers(
+        dest=f"{name}_command", required=True, metavar="ACTION", help="what to do"
+    )
+
+
+def path_argument(action: argparse.Action) -> argparse.Action:
+    """Mark ``action`` as taking a file name, for the shell completion scripts."""
+    action.complete = FILE_COMPLETION  # type: ignore[attr-defined]
+    return action
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -452,35 +551,3 @@ def _saver_url(saver: Any) -> str:
     """Where ``saver`` reads, password hidden: our saver's URL, else "the source"."""
     engine = getattr(saver, "engine", None)
     return masked(engine.url) if engine is not None else "the source"
-
-
-def shows_progress(args: argparse.Namespace) -> bool:
-    """Whether a command shows a progress bar: not with ``--no-progress`` or ``--json``,
-    nor when stderr is not a terminal."""
-    return not (args.no_progress or args.json) and sys.stderr.isatty()
-
-
-@contextmanager
-def progress_bar(
-    shown: bool, total: Callable[[], int], what: str
-) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar on stderr counting ``what`` up to ``total()`` (called only when the
-    bar is ``shown``), as the callback that sets how many are done; None when not shown.
-    ``rich`` is imported only for a bar shown."""
-    if not shown:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    count = total()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(what, total=count)
-        yield lambda done: bar.update(task, completed=done)

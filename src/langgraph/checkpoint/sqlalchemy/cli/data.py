@@ -3,9 +3,12 @@
 
 ``copy --from URL --to URL`` reads ours, an official SqliteSaver file or an official
 PostgresSaver database (see :func:`langgraph.checkpoint.sqlalchemy.transfer.open_source`)
-and writes our tables at ``--to`` (created if missing); ``export`` and ``import`` use the
-global ``--url``. Each command imports the transfer machinery (and ``rich``, for the
-progress bar) when it runs: building the parser does not.
+and writes our tables at ``--to`` (created if missing); ``export`` (the threads named,
+``--all``, or those idle ``--idle-for``) and ``import`` use the global ``--url``. Each
+shows a progress bar of checkpoints on a terminal (:func:`.common.progress_bar`, fed by
+the ``progress`` callback of the transfer call). Each command imports the transfer
+machinery (and ``rich``, for the progress bar) when it runs: building the parser does
+not.
 
 Nothing interrupted looks complete: ``copy`` and ``import`` write each thread in one
 transaction and, stopped by Ctrl-C or SIGTERM, say how far they went and the command
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import os
 import shlex
 import signal
@@ -32,16 +36,19 @@ from typing import IO, TYPE_CHECKING, Any, cast, get_args
 from langgraph.checkpoint.sqlalchemy._engine.defaults import url_from_env
 from langgraph.checkpoint.sqlalchemy._transfer.kinds import SourceKind
 from langgraph.checkpoint.sqlalchemy.cli.common import (
+    NOT_FOUND,
+    SCHEMA_ENV,
     CommandError,
     add_command,
     check_threads,
+    duration,
     emit,
     masked,
     open_saver,
-    progress_bar,
+    path_argument,
     require_database,
-    shows_progress,
 )
+from langgraph.checkpoint.sqlalchemy.cli.progress import progress_bar
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError, ThreadNotEmptyError
 
 if TYPE_CHECKING:
@@ -51,15 +58,39 @@ if TYPE_CHECKING:
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the data-moving commands to ``sub`` (what ``ArgumentParser.add_subparsers``
     returned), each command with the global options of the parent parser ``common``."""
+    interrupted = (
+        "interrupted (Ctrl-C, SIGTERM): each thread whole or absent; it prints how far it "
+        "went and the command that finishes (the same one)"
+    )
     cp = add_command(
         sub,
         common,
         "copy",
         cmd_copy,
         "copy threads from ours, a SqliteSaver file or a PostgresSaver database into ours",
+        about="""Copy threads, every checkpoint of every namespace with its pending
+        writes, from --from (our tables, an official SqliteSaver file or PostgresSaver
+        database) into our tables at --to (created there if missing), each thread in one
+        transaction, then verify by key that every one of the source is in the target.
+        A thread the target holds whole is skipped; one it holds in part is refused
+        unless --into-existing. A progress bar counts the checkpoints on a terminal.""",
+        examples=[
+            "copy --from checkpoints.sqlite --to postgresql://app@db/agents",
+            "copy --from old.sqlite --to new.sqlite --thread support-42",
+        ],
+        env=[
+            (SCHEMA_ENV, "the PostgreSQL schema of our tables at --to when --schema is not given")
+        ],
+        failed=f"{NOT_FOUND}; a thread refused or failing verification (MISMATCH)",
+        interrupted=interrupted,
+        progress=True,
     )
-    cp.add_argument("--from", dest="source", required=True, metavar="URL", help="source")
-    cp.add_argument("--to", dest="target", required=True, metavar="URL", help="our database")
+    cp.add_argument(
+        "--from", dest="source", required=True, metavar="URL", help="the database to copy from"
+    )
+    cp.add_argument(
+        "--to", dest="target", required=True, metavar="URL", help="our database, to copy into"
+    )
     cp.add_argument(
         "--thread", dest="threads", action="append", metavar="T", help="copy this thread only"
     )
@@ -70,26 +101,77 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         help="what the source is (default: detected from its tables)",
     )
     cp.add_argument("--from-schema", help="PostgreSQL schema of our tables in the source")
-    cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     cp.add_argument(
         "--into-existing",
         action="store_true",
         help="also write into target threads that have some checkpoints, not all the source's",
     )
 
-    ex = add_command(sub, common, "export", cmd_export, "write threads to a JSON lines file")
-    ex.add_argument("thread_ids", nargs="+", metavar="THREAD")
+    ex = add_command(
+        sub,
+        common,
+        "export",
+        cmd_export,
+        "write threads to a JSON lines file",
+        about="""Write threads to a versioned JSON lines file that import reads back:
+        the threads named, every thread (--all), or the threads whose newest checkpoint
+        is older than --idle-for (with THREAD ids: those of them that are idle). The file
+        is new, readable by its owner only, written under a temporary name and renamed
+        once complete (- writes to stdout, where its last line proves it whole). A
+        progress bar counts the checkpoints on a terminal.""",
+        examples=[
+            "export support-42 -o support-42.jsonl",
+            "export --all -o everything.jsonl",
+            "export --idle-for 90d -o archive.jsonl --json",
+        ],
+        failed=f"{NOT_FOUND}; the file exists (replace it with --yes)",
+        interrupted="interrupted (Ctrl-C, SIGTERM): nothing is left under the file's name",
+        progress=True,
+    )
     ex.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="FILE",
-        help="new file (0600; an existing one only with --yes, never a symlink), written "
-        "under a temporary name and renamed when complete; or - for stdout",
+        "thread_ids", nargs="*", metavar="THREAD", help="threads to export (or --all, --idle-for)"
+    )
+    chosen = ex.add_mutually_exclusive_group()
+    chosen.add_argument("--all", action="store_true", help="export every thread")
+    chosen.add_argument(
+        "--idle-for",
+        type=duration,
+        metavar="DURATION",
+        help="threads whose newest checkpoint is older than this (30d, 12h, 90m)",
+    )
+    path_argument(
+        ex.add_argument(
+            "-o",
+            "--output",
+            required=True,
+            metavar="FILE",
+            help="new file (0600; an existing one only with --yes, never a symlink), written "
+            "under a temporary name and renamed when complete; or - for stdout",
+        )
     )
 
-    im = add_command(sub, common, "import", cmd_import, "read a file written by export")
-    im.add_argument("file", metavar="FILE", help="file, or - for stdin")
+    im = add_command(
+        sub,
+        common,
+        "import",
+        cmd_import,
+        "read a file written by export",
+        about="""Load the threads of a file written by export into our tables at --url
+        (created there if missing). The whole file is checked first: one that cannot be
+        proved whole (no end line) is refused with nothing written, unless
+        --allow-incomplete. Each thread is written in one transaction; a thread the
+        database holds whole is skipped, one it holds in part is refused unless
+        --into-existing. A progress bar counts the file's checkpoints on a terminal.""",
+        examples=[
+            "import support-42.jsonl",
+            "import archive.jsonl --thread t1 --url postgresql://db/agents",
+            "import - < support-42.jsonl",
+        ],
+        failed=f"{NOT_FOUND}; a file that cannot be proved whole; a thread refused",
+        interrupted=interrupted,
+        progress=True,
+    )
+    path_argument(im.add_argument("file", metavar="FILE", help="file, or - for stdin"))
     im.add_argument(
         "--thread", dest="threads", action="append", metavar="T", help="import this thread only"
     )
@@ -192,7 +274,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
                 except SchemaOutOfDateError as e:
                     raise CommandError(f"--to {masked(args.target)}: {e}", 1) from e
                 count = partial(transfer.count_checkpoints, source, args.threads)
-                with progress_bar(shows_progress(args), count, "copying checkpoints") as progress:
+                with progress_bar(args, "copying", "checkpoints", count) as progress:
                     report = transfer.copy_threads(
                         source,
                         target,
@@ -240,12 +322,46 @@ def cmd_copy(args: argparse.Namespace) -> int:
     return 1 if report.mismatches or report.refused else 0
 
 
+def _check_selection(args: argparse.Namespace) -> None:
+    """Refuse an export that chooses no thread, or chooses them twice (THREAD and --all).
+
+    Raises:
+        CommandError: As a usage error (exit code 2).
+    """
+    if args.all and args.thread_ids:
+        raise CommandError(
+            "export: give THREAD ids or --all, not both (--all exports every thread)", 2
+        )
+    if not (args.all or args.thread_ids or args.idle_for is not None):
+        raise CommandError(
+            "export needs THREAD ids, --all or --idle-for DURATION: e.g. "
+            "export --all -o FILE, export --idle-for 30d -o FILE",
+            2,
+        )
+
+
+def _exported(args: argparse.Namespace, saver: Any) -> list[str] | None:
+    """The threads ``export`` writes: those named, those idle for ``--idle-for`` (of the
+    named ones, if any), or None for every thread (``--all``)."""
+    if args.idle_for is None:
+        return None if args.all else list(dict.fromkeys(args.thread_ids))
+    idle = [t.thread_id for t in saver.list_threads(limit=None, idle_for=args.idle_for)]
+    if not args.thread_ids:
+        return idle
+    named = set(args.thread_ids)
+    return [t for t in idle if t in named]
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.sqlalchemy import transfer
 
+    _check_selection(args)
     with open_saver(args, threads=args.thread_ids, what="nothing was exported") as saver:
+        chosen = _exported(args, saver)
+        total = partial(transfer.count_checkpoints, saver, chosen)
         if args.output == "-":  # no file to rename: the end line alone says it is whole
-            report = transfer.export_threads(saver, args.thread_ids, sys.stdout)
+            with progress_bar(args, "exporting", "checkpoints", total) as progress:
+                report = transfer.export_threads(saver, chosen, sys.stdout, progress=progress)
             sys.stdout.flush()
             print(_export_line(report), file=sys.stderr)
             return 0
@@ -253,8 +369,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             with (
                 _sigterm_interrupts(),
                 _output(args.output, overwrite=getattr(args, "yes", False)) as fp,
+                progress_bar(args, "exporting", "checkpoints", total) as progress,
             ):
-                report = transfer.export_threads(saver, args.thread_ids, fp)
+                report = transfer.export_threads(saver, chosen, fp, progress=progress)
         except KeyboardInterrupt:
             print(f"interrupted: nothing was written to {args.output}", file=sys.stderr)
             return 130
@@ -334,18 +451,22 @@ def cmd_import(args: argparse.Namespace) -> int:
             open_saver(args, create=True) as saver,
         ):
             saver.setup()
-            report = transfer.import_threads(
-                saver,
-                fp,
-                thread_ids=args.threads,
-                into_existing=args.into_existing,
-                allow_incomplete=args.allow_incomplete,
-            )
+            with progress_bar(
+                args, "importing", "checkpoints", partial(_planned, args, fp)
+            ) as progress:
+                report = transfer.import_threads(
+                    saver,
+                    fp,
+                    thread_ids=args.threads,
+                    into_existing=args.into_existing,
+                    allow_incomplete=args.allow_incomplete,
+                    progress=progress,
+                )
     except transfer.Interrupted as e:
         r = cast("transfer.ImportReport", e.report)
         again = ["import", args.file]
         again += ["--url", masked(args.url)] if args.url != url_from_env() else []
-        again += _repeated(args, "into_existing", "allow_incomplete")
+        again += _repeated(args, "into_existing", "allow_incomplete", "no_progress")
         done = ("imported", r.checkpoints_imported, r.writes_imported)
         stdin = ", the same file on stdin" if args.file == "-" else ""
         return _interrupted(e, done, "the database", again, stdin)
@@ -378,10 +499,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _planned(args: argparse.Namespace, fp: IO[str]) -> int:
+    """The checkpoints ``import`` handles: of the threads chosen, in the file."""
+    from langgraph.checkpoint.sqlalchemy import transfer
+
+    plan = transfer.import_plan(fp, allow_incomplete=args.allow_incomplete)
+    chosen = dict.fromkeys(args.threads) if args.threads else plan
+    return sum(plan.get(t, 0) for t in chosen)
+
+
 @contextmanager
 def _open_input(name: str) -> Iterator[IO[str]]:
+    """The file to import; stdin read whole (the file is read twice: checked, then
+    written)."""
     if name == "-":
-        yield sys.stdin
+        yield io.StringIO(sys.stdin.read())
         return
     with open(name, encoding="utf-8") as fp:
         yield fp

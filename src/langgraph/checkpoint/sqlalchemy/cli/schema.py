@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.cli.common import (
+    NO_DATABASE,
     CommandError,
     add_command,
     confirm,
@@ -23,6 +25,7 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     schema_connection,
     where,
 )
+from langgraph.checkpoint.sqlalchemy.cli.progress import progress_bar
 
 
 def _state(current: str | None) -> str:
@@ -131,9 +134,12 @@ def cmd_reindex_metadata(args: argparse.Namespace) -> int:
             2,
         )
     with open_saver(args) as saver:
-        keys = SQLAlchemySaver(
+        indexer = SQLAlchemySaver(
             saver.engine, saver.async_engine, schema=saver.schema, metadata_index_keys=args.key
-        ).reindex_metadata()
+        )
+        total = partial(_checkpoints, saver)
+        with progress_bar(args, "indexing", "checkpoints", total) as progress:
+            keys = indexer.reindex_metadata(progress=progress)
     emit(
         args,
         {"indexed": keys},
@@ -146,36 +152,101 @@ def cmd_reindex_metadata(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoints(saver: Any) -> int:
+    """The checkpoints stored: what ``reindex-metadata`` reads."""
+    return sum(t.checkpoints for t in saver.list_threads(limit=None))
+
+
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the schema commands to ``sub`` (what ``ArgumentParser.add_subparsers``
     returned), each command with the global options of the parent parser ``common``."""
-    up = add_command(sub, common, "upgrade", cmd_upgrade, "migrate the tables up (to head)")
-    up.add_argument("revision", nargs="?", default="head")
-    up.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
+    sql = "print the SQL instead, touching no database (offline; --url names the dialect)"
+    up = add_command(
+        sub,
+        common,
+        "upgrade",
+        cmd_upgrade,
+        "migrate the tables up (to head)",
+        about="""Migrate the checkpoint and store tables up to REVISION (default head),
+        creating them on an empty database (a SQLite file is created if missing). Prints
+        the revision the tables are at then.""",
+        examples=[
+            "upgrade",
+            "upgrade --url postgresql+psycopg://app@db/agents",
+            "upgrade --sql --url postgresql://db/agents > upgrade.sql",
+        ],
+        failed=NO_DATABASE,
+    )
+    up.add_argument(
+        "revision",
+        metavar="REVISION",
+        nargs="?",
+        default="head",
+        help="the revision to reach (default head)",
+    )
+    up.add_argument("--sql", action="store_true", help=sql)
     down = add_command(
         sub,
         common,
         "downgrade",
         cmd_downgrade,
         "migrate down to REVISION ('base' drops our tables)",
+        about="""Migrate the tables down to REVISION; base drops every table of this
+        library (asks first unless --yes). Downgrades keep the data or refuse, changing
+        nothing.""",
+        examples=[
+            "downgrade 0008_step_source_in_id_index",
+            "downgrade base --yes",
+            "downgrade base --sql",
+        ],
+        failed=f"{NO_DATABASE}; the confirmation refused",
     )
-    down.add_argument("revision")
-    down.add_argument("--sql", action="store_true", help="print the DDL instead (offline)")
-    cur = add_command(sub, common, "current", cmd_current, "print the database's revision")
+    down.add_argument(
+        "revision", metavar="REVISION", help="the revision to go down to (base: none)"
+    )
+    down.add_argument("--sql", action="store_true", help=sql)
+    cur = add_command(
+        sub,
+        common,
+        "current",
+        cmd_current,
+        "print the database's revision",
+        about="""Print the database's revision, the head of this package, and whether the
+        tables are at head, behind (run upgrade) or ahead (migrated by a newer version of
+        the package). With --check, a readiness probe: exit 1 unless at head.""",
+        examples=["current", "current --check"],
+        failed=f"{NO_DATABASE}; with --check, tables behind or ahead of head",
+    )
     cur.add_argument("--check", action="store_true", help="exit 1 unless at head")
     stamp = add_command(
-        sub, common, "stamp", cmd_stamp, "record REVISION as current without migrating"
+        sub,
+        common,
+        "stamp",
+        cmd_stamp,
+        "record REVISION as current without migrating",
+        about="""Record REVISION in the version table without running any migration
+        (for tables created or repaired by hand). Creates no SQLite file.""",
+        examples=["stamp head", "stamp 0009_store --url postgresql://db/agents"],
+        failed=NO_DATABASE,
     )
-    stamp.add_argument("revision")
+    stamp.add_argument("revision", metavar="REVISION", help="the revision to record (or head)")
     reindex = add_command(
         sub,
         common,
         "reindex-metadata",
         cmd_reindex_metadata,
         "index the stored checkpoints for metadata keys (SQLite, MySQL/MariaDB)",
+        about="""Index the stored checkpoints for metadata keys, so that filters on them
+        read the index (SQLite, MySQL/MariaDB; PostgreSQL's GIN index covers every key).
+        Run it after every writer lists the keys in metadata_index_keys. One transaction
+        over every checkpoint; a progress bar counts the checkpoints on a terminal.""",
+        examples=["reindex-metadata user_id", "reindex-metadata user_id tenant --no-progress"],
+        progress=True,
+        failed=NO_DATABASE,
     )
     reindex.add_argument(
         "key",
+        metavar="KEY",
         nargs="+",
         help="metadata keys to index (the keys your writers list in metadata_index_keys)",
     )

@@ -17,18 +17,21 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlalchemy.cli.common import (
+    DATABASE_ENV,
+    NO_DATABASE,
     CommandError,
     add_command,
+    add_group,
     cell,
     count,
     emit,
     masked,
     opened,
     positive,
-    progress_bar,
+    read_from,
     require_database,
-    shows_progress,
 )
+from langgraph.checkpoint.sqlalchemy.cli.progress import progress_bar
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
 
 if TYPE_CHECKING:
@@ -40,24 +43,89 @@ if TYPE_CHECKING:
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``store`` command group to ``sub`` (what ``ArgumentParser.add_subparsers``
     returned), each command with the global options of the parent parser ``common``."""
-    group = sub.add_parser("store", help="the long-term memory store: namespaces, stats, TTL, copy")
-    ssub = group.add_subparsers(dest="store_command", required=True, metavar="ACTION")
-    ls = add_command(ssub, common, "list-namespaces", cmd_list_namespaces, "namespaces, in order")
+    ssub = add_group(
+        sub,
+        "store",
+        "the long-term memory store: namespaces, stats, TTL, copy",
+        about="""The long-term memory store (SQLAlchemyStore), whose tables live beside the
+        checkpoints: list its namespaces, count its items, delete expired items, copy an
+        official store in.""",
+        examples=["store stats", "store list-namespaces --prefix memories", "store sweep"],
+        failed=NO_DATABASE,
+    )
+    named = """The database read is named on stderr (and as "database" with --json), its
+    password hidden."""
+    ls = add_command(
+        ssub,
+        common,
+        "list-namespaces",
+        cmd_list_namespaces,
+        "namespaces, in order",
+        about=f"""List the namespaces of live items in order, labels joined by '.'; '*' in
+        a prefix or suffix matches any one label. A full page ends with the offset of the
+        next one. {named}""",
+        examples=[
+            "store list-namespaces",
+            "store list-namespaces --prefix users.*.memories --json",
+        ],
+        failed=NO_DATABASE,
+    )
     ls.add_argument("--prefix", metavar="A.B", help="only under this prefix (* = any label)")
     ls.add_argument("--suffix", metavar="A.B", help="only ending with these labels (* = any)")
     ls.add_argument("--max-depth", type=positive, help="truncate namespaces to N labels")
     ls.add_argument("--limit", type=positive, default=100, help="namespaces shown (default 100)")
     ls.add_argument("--offset", type=count, default=0, help="namespaces skipped")
-    add_command(ssub, common, "stats", cmd_stats, "items, namespaces, vectors and expired items")
-    add_command(ssub, common, "sweep", cmd_sweep, "delete the expired items now")
+    add_command(
+        ssub,
+        common,
+        "stats",
+        cmd_stats,
+        "items, namespaces, vectors and expired items",
+        about=f"""Count the store's live items, namespaces, stored vectors and expired
+        items (deleted by store sweep). {named}""",
+        examples=["store stats", "store stats --json --url postgresql://db/agents"],
+        failed=NO_DATABASE,
+    )
+    add_command(
+        ssub,
+        common,
+        "sweep",
+        cmd_sweep,
+        "delete the expired items now",
+        about="""Delete the expired items now and print how many. No confirmation: an
+        expired item is already invisible to every read.""",
+        examples=["store sweep", "store sweep --json"],
+        failed=NO_DATABASE,
+    )
     cp = add_command(
         ssub,
         common,
         "copy",
         cmd_copy,
         "copy an official SqliteStore file or PostgresStore database into ours (--url)",
+        about="""Copy the items of an official SqliteStore file or PostgresStore database
+        into our store at --to (default --url; created there if missing), in
+        transactions of --batch-size items, then verify that every item of the source is
+        in the target. Re-running it catches up. A progress bar counts the items read
+        on a terminal.""",
+        examples=[
+            "store copy --from store.sqlite --to postgresql://app@db/agents",
+            "store copy --from postgresql://db/old --no-progress",
+        ],
+        env=[
+            *DATABASE_ENV,
+            (
+                "(embedding provider)",
+                "with --index, the variables of the embedding model's provider (e.g. "
+                "OPENAI_API_KEY for openai:...)",
+            ),
+        ],
+        failed=f"{NO_DATABASE}; an item missing or different in the target (MISMATCH)",
+        progress=True,
     )
-    cp.add_argument("--from", dest="source", required=True, metavar="URL", help="source")
+    cp.add_argument(
+        "--from", dest="source", required=True, metavar="URL", help="the store to copy from"
+    )
     cp.add_argument("--to", dest="target", metavar="URL", help="our database (default: --url)")
     cp.add_argument(
         "--from-kind",
@@ -80,7 +148,6 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         default=16,
         help="largest value copied, in MiB of JSON text (default 16): larger ones are REJECTED",
     )
-    cp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def _labels(text: str | None, option: str) -> tuple[str, ...] | None:
@@ -122,6 +189,7 @@ def cmd_list_namespaces(args: argparse.Namespace) -> int:
             offset=args.offset,
         )
     names = [".".join(ns) for ns in found]
+    database = read_from(args)
 
     def human() -> None:
         if not names:
@@ -131,13 +199,14 @@ def cmd_list_namespaces(args: argparse.Namespace) -> int:
         if args.limit and len(names) == args.limit:
             print(f"next page: --offset {args.offset + args.limit}")
 
-    emit(args, names, human)
+    emit(args, {"database": database, "namespaces": names}, human)
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     with opened(args, _store(args)) as store:
         stats = asdict(store.stats())
+    database = read_from(args)
 
     def human() -> None:
         width = max(map(len, stats))
@@ -146,7 +215,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if stats["expired"]:
             print("expired items are deleted by: langgraph-checkpoint-sqlalchemy store sweep")
 
-    emit(args, stats, human)
+    emit(args, {"database": database, **stats}, human)
     return 0
 
 
@@ -194,7 +263,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
                     target.setup()
                 except SchemaOutOfDateError as e:
                     raise CommandError(f"{option} {masked(target_url)}: {e}", 1) from e
-                with progress_bar(shows_progress(args), source.count, "copying items") as progress:
+                with progress_bar(args, "copying", "items", source.count) as progress:
                     report = transfer.copy_store(
                         source,
                         target,

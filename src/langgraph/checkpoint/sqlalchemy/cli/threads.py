@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlalchemy.cli.common import (
+    NOT_FOUND,
     CommandError,
     add_command,
+    add_group,
     as_json,
     cell,
     confirm,
@@ -26,7 +28,9 @@ from langgraph.checkpoint.sqlalchemy.cli.common import (
     open_runner,
     open_saver,
     positive,
+    read_from,
 )
+from langgraph.checkpoint.sqlalchemy.cli.progress import progress_bar
 from langgraph.checkpoint.sqlalchemy.errors import ThreadNotEmptyError
 
 if TYPE_CHECKING:
@@ -74,6 +78,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
         st = statements_for(runner.qb)
         plan = threads_plan(st, args.limit, args.offset, args.idle_for, args.after)
         threads = runner.drive(plan)
+    database = read_from(args)
 
     def human() -> None:
         if not threads:
@@ -95,7 +100,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
         if len(threads) == args.limit:  # maybe more: the cursor of the next page
             print(f"next page: --after {shlex.quote(threads[-1].thread_id)}")
 
-    emit(args, [_thread_json(t) for t in threads], human)
+    emit(args, {"database": database, "threads": [_thread_json(t) for t in threads]}, human)
     return 0
 
 
@@ -235,7 +240,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
             emit(args, plan, human)
             return 0
         confirm(args, f"Prune {len(infos)} thread(s) with strategy {args.strategy}?")
-        saver.prune([t.thread_id for t in infos], strategy=args.strategy)
+        with progress_bar(args, "pruning", "threads", len(infos)) as progress:
+            saver.prune([t.thread_id for t in infos], strategy=args.strategy, progress=progress)
         after = {
             t.thread_id: t.checkpoints
             for t in saver.list_threads(limit=None)
@@ -277,8 +283,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     with open_saver(args, threads=only, what="no statistics") as saver:
         tables = saver.storage_stats(args.thread, estimate=args.fast)
         threads = [] if args.thread else saver.list_threads(limit=args.top)
+        database = read_from(args)
     estimated = args.fast and args.thread is None  # per-thread figures are always exact
-    data: dict[str, Any] = {"tables": tables, "estimated": estimated}
+    data: dict[str, Any] = {"database": database, "tables": tables, "estimated": estimated}
     if not args.thread:
         data["threads"] = [_thread_json(t) for t in threads]
 
@@ -304,10 +311,28 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the thread commands to ``sub`` (what ``ArgumentParser.add_subparsers``
     returned), each command with the global options of the parent parser ``common``."""
-    threads = sub.add_parser("threads", help="list, show and delete threads")
-    tsub = threads.add_subparsers(dest="threads_command", required=True, metavar="ACTION")
+    tsub = add_group(
+        sub,
+        "threads",
+        "list, show and delete threads",
+        about="Browse the stored threads (list, show) and delete them (delete).",
+        examples=["threads list", "threads show THREAD", "threads delete THREAD --yes"],
+    )
     ls = add_command(
-        tsub, common, "list", cmd_threads_list, "threads, newest activity first (no decoding)"
+        tsub,
+        common,
+        "list",
+        cmd_threads_list,
+        "threads, newest activity first (no decoding)",
+        about="""List the threads, newest activity first, with their checkpoint count,
+        namespaces, size and last activity. Nothing is decoded: counts and sizes only. A
+        full page ends with the cursor of the next page (--after THREAD). The database
+        read is named on stderr (and as "database" with --json), its password hidden.""",
+        examples=[
+            "threads list",
+            "threads list --limit 20 --after support-42",
+            "threads list --idle-for 30d --json",
+        ],
     )
     ls.add_argument("--limit", type=count, default=50, help="threads a page (default 50)")
     ls.add_argument(
@@ -317,28 +342,95 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     ls.add_argument("--offset", type=count, default=0, help="threads skipped (slow when large)")
     ls.add_argument("--idle-for", type=duration, help="only threads idle this long (30d, 12h)")
-    show = add_command(tsub, common, "show", cmd_threads_show, "a thread's checkpoint history")
-    show.add_argument("thread")
+    show = add_command(
+        tsub,
+        common,
+        "show",
+        cmd_threads_show,
+        "a thread's checkpoint history",
+        about="""Show a thread's checkpoints, newest first, with their metadata; with
+        --checkpoint, that checkpoint's channel values and pending writes, read as data
+        (a stored object shows as its type name and fields, never rebuilt).""",
+        examples=["threads show support-42", "threads show support-42 --checkpoint ID --json"],
+    )
+    show.add_argument("thread", metavar="THREAD", help="the thread id")
     show.add_argument("--ns", help="only this checkpoint_ns ('' = the root graph)")
     show.add_argument("--limit", type=positive, default=20, help="newest checkpoints (default 20)")
-    show.add_argument("--checkpoint", help="decode and print this checkpoint's state")
-    rm = add_command(tsub, common, "delete", cmd_threads_delete, "delete threads (asks first)")
-    rm.add_argument("threads", nargs="+", metavar="THREAD")
+    show.add_argument("--checkpoint", metavar="ID", help="decode and print this checkpoint's state")
+    rm = add_command(
+        tsub,
+        common,
+        "delete",
+        cmd_threads_delete,
+        "delete threads (asks first)",
+        about="""Delete threads: every checkpoint, blob and pending write of each. Asks
+        first, unless --yes; without a terminal, refuses unless --yes. An unknown thread
+        stops it before anything is deleted.""",
+        examples=["threads delete support-42", "threads delete t1 t2 --yes"],
+        failed=f"{NOT_FOUND}; the confirmation refused",
+    )
+    rm.add_argument("threads", nargs="+", metavar="THREAD", help="the thread ids to delete")
 
     prune = add_command(
-        sub, common, "prune", cmd_prune, "keep only the latest checkpoints, or delete threads"
+        sub,
+        common,
+        "prune",
+        cmd_prune,
+        "keep only the latest checkpoints, or delete threads",
+        about="""Retention: keep only the newest checkpoint of each namespace (and what
+        resuming it needs), or delete whole threads (--strategy delete), for the threads
+        named, the threads idle for --idle-for, or the named ones that are idle. Each
+        thread is pruned in its own transaction. Asks first unless --yes; --dry-run
+        prints the plan only. A progress bar counts the threads on a terminal.""",
+        examples=[
+            "prune --idle-for 30d --dry-run",
+            "--yes prune --idle-for 180d --strategy delete",
+            "prune support-42 --yes",
+        ],
+        failed=f"{NOT_FOUND}; the confirmation refused",
+        progress=True,
     )
-    prune.add_argument("threads", nargs="*", metavar="THREAD")
+    prune.add_argument(
+        "threads", nargs="*", metavar="THREAD", help="threads to prune (with --idle-for: if idle)"
+    )
     prune.add_argument("--idle-for", type=duration, help="threads idle this long (30d, 12h)")
-    prune.add_argument("--strategy", choices=["keep_latest", "delete"], default="keep_latest")
+    prune.add_argument(
+        "--strategy",
+        choices=["keep_latest", "delete"],
+        default="keep_latest",
+        help="keep_latest (default): the newest checkpoint of each namespace; delete: the "
+        "whole thread",
+    )
     prune.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
 
-    copy = add_command(sub, common, "copy-thread", cmd_copy_thread, "copy a thread in the database")
-    copy.add_argument("source")
-    copy.add_argument("target")
+    copy = add_command(
+        sub,
+        common,
+        "copy-thread",
+        cmd_copy_thread,
+        "copy a thread in the database",
+        about="""Copy a thread within the database, every checkpoint (same ids and
+        parents), blob and pending write, in one transaction. A target thread that has
+        checkpoints is refused.""",
+        examples=["copy-thread support-42 support-42-backup"],
+        failed=f"{NOT_FOUND}; a target thread that has checkpoints",
+    )
+    copy.add_argument("source", metavar="SOURCE", help="the thread to copy")
+    copy.add_argument("target", metavar="TARGET", help="the new thread id (without checkpoints)")
 
-    stats = add_command(sub, common, "stats", cmd_stats, "rows and bytes per table and thread")
-    stats.add_argument("--thread", help="only this thread")
+    stats = add_command(
+        sub,
+        common,
+        "stats",
+        cmd_stats,
+        "rows and bytes per table and thread",
+        about="""Rows and bytes of each table, and the newest threads with their sizes.
+        The totals count every row (O(N)) unless --fast, which reads the database's
+        statistics (estimates). The database read is named on stderr (and as "database"
+        with --json), its password hidden.""",
+        examples=["stats", "stats --fast --top 0", "stats --thread support-42 --json"],
+    )
+    stats.add_argument("--thread", metavar="THREAD", help="only this thread")
     stats.add_argument("--top", type=count, default=10, help="threads listed (default 10)")
     stats.add_argument(
         "--fast",
