@@ -241,7 +241,12 @@ async def test_server_store_reads_langgraph_store_and_runs_the_sweeper(
         json.dumps(
             {
                 "path": "langgraph.store.sqlalchemy.server:store",
-                "ttl": {"default_ttl": 5, "refresh_on_read": False, "sweep_interval_minutes": 1},
+                "ttl": {
+                    "default_ttl": 5,
+                    "refresh_on_read": False,
+                    "omit_expired": True,
+                    "sweep_interval_minutes": 1,
+                },
             }
         ),
     )
@@ -249,6 +254,7 @@ async def test_server_store_reads_langgraph_store_and_runs_the_sweeper(
         assert store.ttl_config == {
             "default_ttl": 5,
             "refresh_on_read": False,
+            "omit_expired": True,
             "sweep_interval_minutes": 1,
         }
         task = store._asweeper
@@ -272,6 +278,18 @@ async def test_server_store_reads_langgraph_store_and_runs_the_sweeper(
         ("LANGGRAPH_STORE", '{"index": {"dims": 0, "embed": "x:y"}}', "dims"),
         ("LANGGRAPH_STORE", '{"index": {"dims": 4}}', "embed"),
         ("LANGGRAPH_STORE", '{"index": {"dims": 4, "embed": "x:y", "fields": "a"}}', "fields"),
+        ("LANGGRAPH_STORE", '{"index": {"dims": 4, "embed": "x:y", "text_fields": "a"}}', "text_f"),
+        (
+            "LANGGRAPH_STORE",
+            '{"index": {"dims": 4, "embed": "x:y", "fields": ["a"], "text_fields": ["b"]}}',
+            "text_fields",
+        ),
+        (
+            "LANGGRAPH_STORE",
+            '{"index": {"dims": 4, "embed": "x:y", "distance_type": "hamming"}}',
+            "distance_type",
+        ),
+        ("LANGGRAPH_STORE", '{"ttl": {"omit_expired": "yes"}}', "omit_expired"),
     ],
 )
 async def test_server_store_refuses_bad_settings_before_opening_anything(
@@ -328,6 +346,16 @@ async def test_server_store_embeds_with_a_function_from_a_file(
         hits = await store.asearch(("a",), query="pears")
         assert hits[0].key == "y" and hits[0].score == pytest.approx(1.0, abs=1e-6)
         assert (await store.astats()).vectors == 2
+    # SqliteStore's names: text_fields for fields; distance_type as the officials read it.
+    other = {**index, "text_fields": index["fields"], "distance_type": "l2"}
+    del other["fields"]
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"index": other}))
+    async with server.store() as store:
+        assert store.index_config is not None
+        assert store.index_config["distance_type"] == "l2"  # type: ignore[typeddict-item]
+        hits = await store.asearch(("a",), query="pears")
+        assert hits[0].key == "y" and hits[0].score == pytest.approx(0.0, abs=1e-6)
+        assert hits[1].score is not None and hits[1].score < 0  # minus the L2 distance
     for embed, match in (("./nope.py:embed", "no such file"), ("./emb.py:other", "no function")):
         monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"index": {**index, "embed": embed}}))
         with pytest.raises(ValueError, match=match):

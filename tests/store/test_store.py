@@ -273,7 +273,7 @@ async def test_search_filters(store_door: StoreDoor) -> None:
         {"n": {"$in": [1]}},
         {"n": {"$gt": 0, "x": 2}},
         {"n": 2**70},
-        {"n": {"$gt": math.inf}},
+        {"n": {"$eq": math.inf}},  # an infinity bounds $gt & co only (test_store_filter_numbers)
         {"n": math.nan},
         {"n": object()},
     ):

@@ -1,11 +1,12 @@
 """Vector search scored by sqlite-vec in SQLite and by the store in batches: same answers.
 
 The stdlib ``sqlite3`` of some Pythons cannot load extensions (this CI's pyenv build among
-them): the store then scores vectors itself (:func:`.store.vectors.cosine_scores`). The
+them): the store then scores vectors itself (:func:`.store.vectors.vector_scores`). The
 ``pysqlite3`` module (``pysqlite3-binary``, a test dependency) can: an engine made with it
 runs the sqlite-vec path (:meth:`.SQLiteQueryBuilder.vector_similarity`). Both stores get
-the same items; their rankings and scores must agree, including the cases the two paths
-handle separately (a zero vector, vectors of another size, items without vectors).
+the same items; their rankings and scores must agree, for every ``distance_type``,
+including the cases the two paths handle separately (a zero vector, vectors of another
+size, items without vectors).
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def _answers(store: SQLAlchemyStore) -> list[list[tuple[str, float | None]]]:
     return out
 
 
-def test_sqlite_vec_and_batch_scoring_agree(tmp_path: Path) -> None:
-    batch_store = SQLAlchemyStore.from_conn_string(str(tmp_path / "a.db"), index=INDEX)
+@pytest.mark.parametrize("distance", ["cosine", "l2", "inner_product"])
+def test_sqlite_vec_and_batch_scoring_agree(tmp_path: Path, distance: str) -> None:
+    index = {**INDEX, "distance_type": distance}
+    batch_store = SQLAlchemyStore.from_conn_string(str(tmp_path / "a.db"), index=index)
     engine = create_engine(f"sqlite:///{tmp_path / 'b.db'}", module=pysqlite3)
-    vec_store = SQLAlchemyStore(engine, index=INDEX)
+    vec_store = SQLAlchemyStore(engine, index=index)
     try:
         _fill(batch_store)
         _fill(vec_store)
@@ -70,7 +73,9 @@ def test_sqlite_vec_and_batch_scoring_agree(tmp_path: Path) -> None:
             assert conn.connection.info.get("lgsa_sqlite_vec") is True
         # Vectors of another size (the index's dims changed) are skipped, not an error.
         other: Any = {"dims": DIMS + 1, "embed": lambda ts: [[1.0] * (DIMS + 1) for _ in ts]}
-        wider = SQLAlchemyStore(engine, index={**other, "fields": ["text"]})
+        wider = SQLAlchemyStore(
+            engine, index={**other, "fields": ["text"], "distance_type": distance}
+        )
         wider.put(("docs", "u9"), "wide", {"text": "cat"})
         assert [i.key for i in vec_store.search(("docs",), query="cat", limit=100)][-1] == "plain"
         assert wider.search(("docs",), query="cat", limit=1)[0].key == "wide"

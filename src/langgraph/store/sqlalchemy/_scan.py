@@ -3,10 +3,11 @@ first (each page after the last row of the one before), decoded; and the ranking
 vector search.
 
 A vector search scores in the database where the dialect can (``sqlite-vec``), else in
-batches (:func:`.vectors.cosine_scores`). With a filter decided in the database it scores
-every candidate and reads the best; with a filter checked in Python it reads the
-candidates with vectors a page at a time, checks each value, and scores only the
-matches, keeping the best ``offset + limit``: memory holds a page and the results.
+batches (:func:`.vectors.vector_scores`), by the index config's ``distance_type``. With a
+filter decided in the database it scores every candidate and reads the best; with a
+filter checked in Python it reads the candidates with vectors a page at a time, checks
+each value, and scores only the matches, keeping the best ``offset + limit``: memory
+holds a page and the results.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from langgraph.checkpoint.sqlalchemy.schema import read_json
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._shapes import PAGE, SearchPlan, alive, search_item_of
 from langgraph.store.sqlalchemy.tables import items, vectors
-from langgraph.store.sqlalchemy.vectors import cosine_scores
+from langgraph.store.sqlalchemy.vectors import Distance, vector_scores
 from sqlalchemy import Connection, Select, and_, bindparam, exists, func, not_, select
 
 __all__ = [
@@ -146,8 +147,9 @@ def readable(row: Any, score: float | None = None) -> Found | None:
 
 
 def vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
-    """Items ranked by their best field's cosine similarity with the query; the items
-    that match but have no vector follow (``InMemoryStore``'s order), up to ``limit``."""
+    """Items ranked by their best field's score against the query (by the index config's
+    distance: :mod:`.vectors`); the items that match but have no vector follow
+    (``InMemoryStore``'s order), up to ``limit``."""
     wanted = plan.offset + plan.limit
     if plan.filter.exact:
         out = _ranked(conn, qb, plan, now, wanted)
@@ -182,7 +184,7 @@ def _ranked(
     """The ``wanted`` best scored items of a filter decided in the database: scores of
     every candidate's vectors (in the database, or in batches), then those items read."""
     best: dict[tuple[str, str], float] = {}
-    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
+    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob, plan.distance)
     if similarity is not None:
         score = func.max(similarity).label("score")
         stmt = (
@@ -200,7 +202,7 @@ def _ranked(
             best[(str(ns), str(key))] = float(s)
     else:
         assert plan.query is not None
-        _score_in_pages(conn, candidates(conn, qb, plan, now), plan.query, best)
+        _score_in_pages(conn, candidates(conn, qb, plan, now), plan.query, plan.distance, best)
     ranked = nsmallest(wanted, best.items(), _by_score)
     found = _fetch(conn, [k for k, _ in ranked])
     out: list[Found] = []
@@ -248,10 +250,10 @@ def best_scores(
 ) -> dict[tuple[str, str], float]:
     """The best score of each item of ``keys`` that has a vector of the query's size:
     in the database where the dialect can, else its vectors read and scored in a batch
-    (:func:`.vectors.cosine_scores`)."""
+    (:func:`.vectors.vector_scores`)."""
     best: dict[tuple[str, str], float] = {}
     size = len(plan.query_blob or b"")
-    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob)
+    similarity = qb.vector_similarity(conn, vectors.c.embedding, plan.query_blob, plan.distance)
     step = max(1, qb.in_list_chunk)
     for start in range(0, len(keys), step):
         chunk = keys[start : start + step]
@@ -270,7 +272,7 @@ def best_scores(
         stmt = select(vectors.c.namespace, vectors.c.key, vectors.c.embedding).where(among)
         width = 4 * len(plan.query)  # float32 values, as the batch scorer reads them
         rows = [r for r in conn.execute(stmt, params) if r[2] is not None and len(r[2]) == width]
-        scores = cosine_scores(plan.query, [bytes(r[2]) for r in rows])
+        scores = vector_scores(plan.query, [bytes(r[2]) for r in rows], plan.distance)
         for r, score in zip(rows, scores, strict=True):
             k = (str(r[0]), str(r[1]))
             if score > best.get(k, float("-inf")):
@@ -283,12 +285,16 @@ VECTOR_PAGE = 5000
 
 
 def _score_in_pages(
-    conn: Connection, conditions: list[Any], query: Sequence[float], best: dict[Any, float]
+    conn: Connection,
+    conditions: list[Any],
+    query: Sequence[float],
+    distance: Distance,
+    best: dict[Any, float],
 ) -> None:
-    """Score every vector of the candidate items against ``query`` (cosine), keeping each
-    item's best score in ``best``: one statement (one round trip; a server-side cursor
-    cost PostgreSQL a round trip a page), scored :data:`VECTOR_PAGE` vectors at a time
-    (:func:`.vectors.cosine_scores`)."""
+    """Score every vector of the candidate items against ``query`` (by ``distance``),
+    keeping each item's best score in ``best``: one statement (one round trip; a
+    server-side cursor cost PostgreSQL a round trip a page), scored :data:`VECTOR_PAGE`
+    vectors at a time (:func:`.vectors.vector_scores`)."""
     joined = and_(vectors.c.namespace == items.c.namespace, vectors.c.key == items.c.key)
     stmt = (
         select(vectors.c.namespace, vectors.c.key, vectors.c.embedding)
@@ -298,7 +304,7 @@ def _score_in_pages(
     size = 4 * len(query)
     for rows in conn.execute(stmt).partitions(VECTOR_PAGE):
         usable = [r for r in rows if r[2] is not None and len(r[2]) == size]
-        scores = cosine_scores(query, [bytes(r[2]) for r in usable])
+        scores = vector_scores(query, [bytes(r[2]) for r in usable], distance)
         for r, score in zip(usable, scores, strict=True):
             k = (str(r[0]), str(r[1]))
             if score > best.get(k, float("-inf")):

@@ -19,6 +19,7 @@ from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy.filters import Filter
 from langgraph.store.sqlalchemy.tables import items
+from langgraph.store.sqlalchemy.vectors import Distance
 from sqlalchemy import func
 
 __all__ = [
@@ -76,7 +77,8 @@ class GetPlan:
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding."""
+    """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding and the
+    index config's distance."""
 
     prefix: str
     filter: Filter
@@ -86,6 +88,7 @@ class SearchPlan:
     text: str | None = None
     query: Sequence[float] | None = None
     query_blob: bytes | None = None
+    distance: Distance = "cosine"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from typing import Any, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig
 
+from langgraph.store.sqlalchemy.vectors import DISTANCES, field_paths
+
 __all__ = [
     "STORE_ENV",
     "index_config",
@@ -88,11 +90,23 @@ def _index_checked(data: Any, where: str) -> dict[str, Any] | None:
             f"'openai:text-embedding-3-small'), not {embed!r}"
         )
     config: dict[str, Any] = {"dims": int(dims), "embed": embed}
-    fields = data.get("fields")
-    if fields is not None:
-        if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
-            raise ValueError(f"{where}['fields'] must be a list of field paths, not {fields!r}")
-        config["fields"] = fields
+    for name in ("fields", "text_fields"):  # text_fields: SqliteStore's name for fields
+        fields = data.get(name)
+        if fields is not None:
+            if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+                raise ValueError(f"{where}[{name!r}] must be a list of field paths, not {fields!r}")
+            config[name] = fields
+    try:
+        field_paths(config)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    distance = data.get("distance_type")
+    if distance is not None:
+        if distance not in DISTANCES:
+            raise ValueError(
+                f"{where}['distance_type'] must be one of {', '.join(DISTANCES)}, not {distance!r}"
+            )
+        config["distance_type"] = distance
     return config
 
 
@@ -105,7 +119,8 @@ def _index_resolved(config: dict[str, Any] | None, where: str) -> IndexConfig | 
 
 def index_config(data: Any, where: str) -> IndexConfig | None:
     """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
-    "fields": ["path", ...]}``; None for None. ``embed`` may also be
+    "fields": ["path", ...], "distance_type": "cosine" | "l2" | "inner_product"}``
+    (``text_fields``, ``SqliteStore``'s name, for ``fields``); None for None. ``embed`` may also be
     ``"./path/to/file.py:function"``: that file is imported (it is the operator's code,
     as the store's own ``path``) and the function is the embedding; the file is imported
     only after every other key has been checked.
@@ -122,7 +137,8 @@ def index_config(data: Any, where: str) -> IndexConfig | None:
 
 def ttl_config(data: Any, where: str) -> TTLConfig | None:
     """``data`` (parsed JSON) as a ``TTLConfig``: ``{"default_ttl": minutes,
-    "refresh_on_read": bool, "sweep_interval_minutes": int}``; None for None.
+    "refresh_on_read": bool, "omit_expired": bool, "sweep_interval_minutes": int}``; None
+    for None.
 
     Raises:
         ValueError: Not such an object.
@@ -134,11 +150,12 @@ def ttl_config(data: Any, where: str) -> TTLConfig | None:
     config: dict[str, Any] = {}
     if data.get("default_ttl") is not None:
         config["default_ttl"] = _number(data["default_ttl"], f"{where}['default_ttl']")
-    if "refresh_on_read" in data:
-        refresh = data["refresh_on_read"]
-        if not isinstance(refresh, bool):
-            raise ValueError(f"{where}['refresh_on_read'] must be true or false, not {refresh!r}")
-        config["refresh_on_read"] = refresh
+    for name in ("refresh_on_read", "omit_expired"):
+        if name in data:
+            flag = data[name]
+            if not isinstance(flag, bool):
+                raise ValueError(f"{where}[{name!r}] must be true or false, not {flag!r}")
+            config[name] = flag
     if data.get("sweep_interval_minutes") is not None:
         config["sweep_interval_minutes"] = int(
             _number(

@@ -16,7 +16,12 @@ dialect:
   (``$ne`` matches it unless the bound is ``None``);
   the order comparisons compare numbers with numbers, strings with strings (by code
   point) and booleans with booleans (``False < True``), and no other pair matches
-  (``InMemoryStore`` raises, or reads ``"5"`` as 5 and ``True`` as 1).
+  (``InMemoryStore`` raises, or reads ``"5"`` as 5 and ``True`` as 1); their bound may
+  also be ``float("inf")``, ``float("-inf")`` or an integer beyond 64 bits, which no
+  stored number reaches (``{"$lt": float("inf")}`` matches every number), as in
+  ``InMemoryStore`` and ``SqliteStore``. Elsewhere such a number, and NaN anywhere, is a
+  ``ValueError``: NaN has no agreed meaning (``InMemoryStore``'s ``{"$ne": NaN}``
+  matches every item, ``SqliteStore``'s none).
 
 Refused with :class:`~langgraph.checkpoint.sqlalchemy.errors.StoreRequestError` before
 any statement runs: a top-level key starting with ``$`` (``$and``, ``$or``: no LangGraph
@@ -37,6 +42,7 @@ also pages the results.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +51,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     MAX_DEPTH,
     MAX_FILTER_KEYS,
     canonical_json,
+    json_string,
 )
 from langgraph.checkpoint.sqlalchemy.dialects import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import StoreRequestError
@@ -188,8 +195,9 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
         StoreRequestError: A top-level key starting with ``$``, an operator other than
             those of :data:`OPERATORS`, an operator mixed with plain keys, more than
             :data:`MAX_FILTER_KEYS` keys, or more than :data:`MAX_FILTER_BYTES` of JSON.
-        ValueError: NaN or an infinite float, an integer beyond 64 bits, or nesting
-            deeper than the JSON documents the store keeps.
+        ValueError: NaN, an infinite float or an integer beyond 64 bits other than an
+            order operator's bound, or nesting deeper than the JSON documents the store
+            keeps.
     """
     if spec is None:
         return Filter((), (), True)
@@ -216,7 +224,7 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
                 "one search per alternative for an OR, and put comparison operators under "
                 f"a field: {{'field': {{'$gt': 1}}}} ({', '.join(sorted(OPERATORS))})."
             )
-        value = canonical_json(raw, depth=MAX_DEPTH - 1)
+        value = _filter_json(raw, MAX_DEPTH - 1)
         size += len(key) + len(json.dumps(value, ensure_ascii=False))
         if size > MAX_FILTER_BYTES:
             raise StoreRequestError(
@@ -232,6 +240,41 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
             continue
         equalities.append((key, scalar))
     return Filter(tuple(items), tuple(equalities), exact)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _open_bound(value: Any) -> bool:
+    """Whether ``value`` is a number no stored value reaches: an infinity or an integer
+    beyond 64 bits."""
+    if isinstance(value, float):
+        return math.isinf(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return not _INT64_MIN <= value <= _INT64_MAX
+
+
+def _filter_json(value: Any, levels: int) -> Any:
+    """``canonical_json(value, depth=levels)``, except that the bound of an order operator
+    may also be an open bound (:func:`_open_bound`), kept as it is: the predicate compares
+    it in Python, and it is never bound into SQL (only equalities are)."""
+    if isinstance(value, (Mapping, list, tuple)) and levels < 1:
+        return canonical_json(value, depth=levels)  # TooDeepError
+    if isinstance(value, Mapping):
+        operators = bool(value) and all(isinstance(k, str) and k.startswith("$") for k in value)
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"JSON object keys must be strings, got {type(k).__name__}")
+            if operators and k in _ORDER and _open_bound(v):
+                out[k] = v
+            else:
+                out[json_string(k)] = _filter_json(v, levels - 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_filter_json(v, levels - 1) for v in value]
+    return canonical_json(value, depth=0)
 
 
 def _scalar_equality(value: Any) -> Any:

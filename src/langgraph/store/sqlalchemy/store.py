@@ -20,6 +20,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
@@ -104,11 +105,15 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         async_engine: Async engine. Made from ``engine``'s URL when omitted.
         schema: PostgreSQL schema holding the tables (default: the search path).
         index: Semantic search: ``{"dims": int, "embed": Embeddings | function | name,
-            "fields": [paths]}`` (LangGraph's ``IndexConfig``). Without it, puts embed
-            nothing and ``query`` is ignored.
+            "fields": [paths], "distance_type": "cosine" | "l2" | "inner_product"}``
+            (LangGraph's ``IndexConfig``; ``SqliteStore``'s ``text_fields`` is read as
+            ``fields``, and ``distance_type``, default ``"cosine"``, scores as
+            ``PostgresStore`` does). Without it, puts embed nothing and ``query`` is
+            ignored.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, at most 4,000,000,000)
             for puts that give none, ``refresh_on_read`` (default True),
-            ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`.
+            ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`. Expired items are
+            never read, swept or not: ``omit_expired`` is accepted, and always in effect.
         retry_timeout: Seconds an operation is retried through transient failures (lost
             connection, deadlock, failover) before its typed error (default 15).
         on_retry: Called with a :class:`~langgraph.checkpoint.sqlalchemy.RetryEvent` at
@@ -119,8 +124,15 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             times are written and compared with it, so hosts sharing a database need
             synchronised clocks (NTP); tests pass a clock they move.
 
+    Attributes:
+        index_config: The ``index`` given, or None.
+        embeddings: The ``Embeddings`` the index config makes of its ``embed`` (as the
+            official stores have it), or None without an index config.
+        ttl_config: The ``ttl`` given, or None.
+
     Raises:
-        ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``) or
+        ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``,
+            ``fields``, ``distance_type``), ``ttl["omit_expired"]`` not a bool, or a bad
             ``retry_timeout``.
         TypeError: ``on_retry`` is neither callable nor None.
         StoreRequestError: A ``default_ttl`` out of range (a put's ``ttl`` out of range
@@ -150,8 +162,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         on_retry = check_on_retry(on_retry)
         self._index = IndexSpec(index) if index else None
         self.index_config = index
+        self.embeddings: Embeddings | None = self._index.embeddings if self._index else None
         self.ttl_config = ttl
         _ttl_minutes((ttl or {}).get("default_ttl"))  # refused here, not at the first put
+        _check_omit_expired(ttl)
         self._clock = clock or _utc_now
         wire(self, engine, async_engine, schema, retry_timeout, on_retry, retry_log)
         self._sweeper: threading.Thread | None = None
@@ -201,6 +215,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """
         if index:
             IndexSpec(index)  # refused before any engine is made
+        _check_omit_expired(ttl)
         check_on_retry(on_retry)
         urls = resolve_urls(conn_string)
         urls.require_async()
@@ -411,7 +426,11 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
                 assert self._index is not None
                 vector = [float(v) for v in queries[read.text]]
                 blob = pack(vector, self._index.dims)
-                batch.reads[position] = (i, replace(read, query=vector, query_blob=blob))
+                distance = self._index.distance
+                batch.reads[position] = (
+                    i,
+                    replace(read, query=vector, query_blob=blob, distance=distance),
+                )
         return batch
 
     # -- TTL -------------------------------------------------------------------------
@@ -511,6 +530,18 @@ def _ttl_minutes(ttl: object) -> float | None:
             f"expires), not {ttl!r}. Nothing was written."
         )
     return float(ttl)
+
+
+def _check_omit_expired(ttl: TTLConfig | None) -> None:
+    """Accept ``omit_expired`` as a bool: this store never reads an expired item, so both
+    values read alike (docs/store.md, "TTL and the sweeper").
+
+    Raises:
+        ValueError: Not a bool.
+    """
+    omit = (ttl or {}).get("omit_expired")
+    if omit is not None and not isinstance(omit, bool):
+        raise ValueError(f"ttl['omit_expired'] must be True or False, not {omit!r}")
 
 
 def _list_plan(op: ListNamespacesOp) -> ListPlan:

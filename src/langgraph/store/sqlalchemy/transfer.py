@@ -47,6 +47,7 @@ from langgraph.store.sqlalchemy.official import (
     open_store_source,
 )
 from langgraph.store.sqlalchemy.store import SQLAlchemyStore
+from langgraph.store.sqlalchemy.vectors import field_paths
 
 __all__ = [
     "BATCH",
@@ -121,7 +122,7 @@ class _Target:
         self.store = store
         index = store.index_config
         self.dims = int(index["dims"]) if index else None
-        fields = (index.get("fields") or ["$"]) if index else []
+        fields = field_paths(index) if index else []
         self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in fields]
 
     def held(self, items: Sequence[StoredItem]) -> tuple[dict[tuple[str, str], Any], set[Any]]:

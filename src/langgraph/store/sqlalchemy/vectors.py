@@ -1,16 +1,24 @@
 """Semantic search of the store: which texts are embedded, how vectors are stored and scored.
 
 As LangGraph's own stores do (``InMemoryStore``, ``SqliteStore``): a put embeds the text at
-each field path of the index config (``"$"``: the whole value as JSON text; a path that
-finds several texts embeds each as ``path.i``), or at the put's own ``index`` paths, and
-``index=False`` embeds nothing; a query is embedded once per batch. An item's score is the
-highest cosine similarity of its fields with the query.
+each field path of the index config (``fields``, or ``SqliteStore``'s ``text_fields``;
+``"$"``: the whole value as JSON text; a path that finds several texts embeds each as
+``path.i``), or at the put's own ``index`` paths, and ``index=False`` embeds nothing; a
+query is embedded once per batch. An item's score is the best score of its fields, by the
+index config's ``distance_type`` (:data:`DISTANCES`), with ``PostgresStore``'s formulas
+(higher is closer):
+
+* ``"cosine"`` (the default): the cosine similarity, ``1 - cosine distance`` (0.0 for a
+  zero vector);
+* ``"l2"``: minus the Euclidean distance;
+* ``"inner_product"``: the dot product.
 
 A vector is stored as little-endian float32 values (:func:`pack`), the format
 ``sqlite-vec`` reads: on SQLite with the extension loaded the database scores the rows
-(:meth:`.QueryBuilder.vector_similarity`); elsewhere :func:`cosine_scores` scores them in
+(:meth:`.QueryBuilder.vector_similarity`); elsewhere :func:`vector_scores` scores them in
 batches, with NumPy when it is installed (``pip install
-langgraph-checkpoint-sqlalchemy[vector]``), else in pure Python.
+langgraph-checkpoint-sqlalchemy[vector]``), else in pure Python. Both compute the same
+formulas.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import math
 import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
@@ -28,7 +36,21 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 
 from langgraph.store.sqlalchemy.tables import FIELD_MAX_LENGTH
 
-__all__ = ["IndexSpec", "cosine_scores", "field_name", "pack", "texts_to_embed", "unpack"]
+__all__ = [
+    "DISTANCES",
+    "Distance",
+    "IndexSpec",
+    "field_name",
+    "field_paths",
+    "pack",
+    "texts_to_embed",
+    "unpack",
+    "vector_scores",
+]
+
+Distance = Literal["cosine", "l2", "inner_product"]
+#: The ``distance_type`` values of an index config, as ``PostgresStore`` takes them.
+DISTANCES: tuple[Distance, ...] = ("cosine", "l2", "inner_product")
 
 
 def field_name(name: str) -> str:
@@ -78,14 +100,41 @@ def unpack(data: bytes) -> array[float]:
     return values
 
 
-class IndexSpec:
-    """A store's checked ``index`` config: dimensions, embeddings, field paths.
-
-    Args:
-        config: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``).
+def field_paths(config: Mapping[str, Any]) -> list[str]:
+    """The field paths an index config embeds: ``fields`` (``PostgresStore``'s and
+    ``InMemoryStore``'s name) or ``text_fields`` (``SqliteStore``'s), a list or one path;
+    ``["$"]`` (the whole value) when neither is given.
 
     Raises:
-        ValueError: ``dims`` is not a positive integer or ``embed`` is missing.
+        ValueError: Both given and different, or not a list of non-empty strings.
+    """
+    fields, text_fields = config.get("fields"), config.get("text_fields")
+    if fields is not None and text_fields is not None and fields != text_fields:
+        raise ValueError(
+            "index config gives 'fields' and 'text_fields' (SqliteStore's name for it) "
+            f"with different paths ({fields!r}, {text_fields!r}): give one of them"
+        )
+    paths = fields if fields is not None else text_fields
+    if isinstance(paths, str):
+        paths = [paths]
+    if paths is None or paths == []:
+        return ["$"]
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, str) and p for p in paths):
+        raise ValueError(f"index config 'fields' must be a list of field paths, not {paths!r}")
+    return list(paths)
+
+
+class IndexSpec:
+    """A store's checked ``index`` config: dimensions, embeddings, field paths, distance.
+
+    Args:
+        config: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``), with
+            ``SqliteStore``'s ``text_fields`` for ``fields`` and the official stores'
+            ``distance_type`` (:data:`DISTANCES`; ``"cosine"`` when absent or None).
+
+    Raises:
+        ValueError: ``dims`` is not a positive integer, ``embed`` is missing, the fields
+            are not paths, or ``distance_type`` is not one of :data:`DISTANCES`.
     """
 
     def __init__(self, config: IndexConfig) -> None:
@@ -94,10 +143,19 @@ class IndexSpec:
             raise ValueError(f"index config 'dims' must be a positive integer, not {dims!r}")
         if config.get("embed") is None:
             raise ValueError("index config needs 'embed': an Embeddings, a function or a name")
+        distance = config.get("distance_type")
+        if distance is None:
+            distance = "cosine"
+        if distance not in DISTANCES:
+            raise ValueError(
+                f"index config 'distance_type' must be one of {', '.join(DISTANCES)}, "
+                f"not {distance!r}"
+            )
+        fields = field_paths(config)
         self.config = config
         self.dims = dims
+        self.distance: Distance = distance
         self.embeddings: Embeddings = ensure_embeddings(config.get("embed"))
-        fields = config.get("fields") or ["$"]
         self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in fields]
 
 
@@ -120,29 +178,43 @@ def texts_to_embed(
     return out
 
 
-def cosine_scores(query: Sequence[float], vectors: Iterable[bytes]) -> list[float]:
-    """Cosine similarity of ``query`` with each packed vector (0.0 for a zero vector)."""
+def vector_scores(
+    query: Sequence[float], vectors: Iterable[bytes], distance: Distance = "cosine"
+) -> list[float]:
+    """The score of each packed vector against ``query`` by ``distance`` (see the module
+    docstring: higher is closer), computed in float32 as the vectors are stored."""
     blobs = list(vectors)
     if not blobs:
         return []
     try:
         import numpy as np
     except ImportError:  # pure Python: about 50x slower, still exact
-        return _python_scores(query, blobs)
+        return _python_scores(query, blobs, distance)
     q = np.asarray(query, dtype=np.float32)
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    if distance == "l2":
+        return [float(-s) for s in np.linalg.norm(matrix - q, axis=1)]
     dots = matrix @ q
+    if distance == "inner_product":
+        return [float(s) for s in dots]
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
     with np.errstate(divide="ignore", invalid="ignore"):
         scores = np.where(norms > 0, dots / norms, 0.0)
     return [float(s) for s in scores]
 
 
-def _python_scores(query: Sequence[float], blobs: list[bytes]) -> list[float]:
+def _python_scores(query: Sequence[float], blobs: list[bytes], distance: Distance) -> list[float]:
     qn = math.sqrt(sum(v * v for v in query))
     out = []
     for blob in blobs:
         vec = unpack(blob)
+        if distance == "l2":
+            out.append(-math.sqrt(sum((a - b) ** 2 for a, b in zip(vec, query, strict=False))))
+            continue
+        dot = sum(a * b for a, b in zip(query, vec, strict=False))
+        if distance == "inner_product":
+            out.append(dot)
+            continue
         norm = math.sqrt(sum(v * v for v in vec)) * qn
-        out.append(sum(a * b for a, b in zip(query, vec, strict=False)) / norm if norm else 0.0)
+        out.append(dot / norm if norm else 0.0)
     return out

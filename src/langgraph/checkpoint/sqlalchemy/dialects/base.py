@@ -413,11 +413,13 @@ class QueryBuilder(LeaseRows, ABC):
         transaction (``on``), or decide again (not ``on``). Default: nothing."""
 
     def vector_similarity(
-        self, connection: Connection, column: Any, query: bytes | None
+        self, connection: Connection, column: Any, query: bytes | None, distance: str = "cosine"
     ) -> ColumnElement[float] | None:
-        """The cosine similarity of a packed float32 vector ``column`` with ``query``
-        computed by the database, or None when the store scores vectors itself in
-        batches (:func:`..store.vectors.cosine_scores`). Default: None."""
+        """The score of a packed float32 vector ``column`` against ``query`` by the index
+        config's ``distance`` (``"cosine"``, ``"l2"``, ``"inner_product"``; higher is
+        closer, the formulas of :mod:`langgraph.store.sqlalchemy.vectors`) computed by the
+        database, or None when the store scores vectors itself in batches
+        (:func:`langgraph.store.sqlalchemy.vectors.vector_scores`). Default: None."""
         return None
 
     # -- value sizes and errors ------------------------------------------------------

@@ -10,9 +10,12 @@ The async methods run on the sync engine in one worker thread (:attr:`async_in_t
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sqlite3
+import sys
 import threading
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -187,18 +190,30 @@ class SQLiteQueryBuilder(QueryBuilder):
         return func.coalesce(column, "")
 
     def vector_similarity(
-        self, connection: Connection, column: Any, query: bytes | None
+        self, connection: Connection, column: Any, query: bytes | None, distance: str = "cosine"
     ) -> ColumnElement[float] | None:
-        """``1 - vec_distance_cosine(column, ?)`` from ``sqlite-vec`` (the PyPI wheel),
-        loaded into the connection the first time a vector search runs on it; None
-        when the package is missing or this Python's ``sqlite3`` cannot load
-        extensions (the store then scores in batches)."""
+        """The score by ``distance`` from ``sqlite-vec`` (the PyPI wheel), loaded into the
+        connection the first time a vector search runs on it: ``1 -
+        vec_distance_cosine`` (cosine), ``-vec_distance_l2`` (l2), and for the inner
+        product, which sqlite-vec has no function for, the cosine times both norms (the
+        column's: its L2 distance to the zero vector). None when the package is missing
+        or this Python's ``sqlite3`` cannot load extensions (the store then scores in
+        batches)."""
         if query is None or not _vec_loaded(connection):
             return None
+        q = literal(query, LargeBinary)
+        if distance == "l2":
+            return -func.vec_distance_l2(column, q)
         # A zero vector has no cosine: NULL from sqlite-vec, 0.0 as the batch scorer says.
-        return func.coalesce(
-            1.0 - func.vec_distance_cosine(column, literal(query, LargeBinary)), 0.0
-        )
+        cosine = 1.0 - func.vec_distance_cosine(column, q)
+        if distance == "inner_product":
+            values = array("f", query[: len(query) - len(query) % 4])  # little-endian
+            if sys.byteorder == "big":
+                values.byteswap()
+            norm = math.sqrt(sum(v * v for v in values))
+            zero = literal(bytes(len(query)), LargeBinary)
+            return func.coalesce(cosine * func.vec_distance_l2(column, zero) * norm, 0.0)
+        return func.coalesce(cosine, 0.0)
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
