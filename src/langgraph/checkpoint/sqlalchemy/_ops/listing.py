@@ -8,6 +8,7 @@ page once its connection went back to the pool.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -18,6 +19,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     scalar_as_stored,
 )
 from langgraph.checkpoint.sqlalchemy._codec.configs import configurable, namespace, text_id
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS
 from langgraph.checkpoint.sqlalchemy._codec.records import BlobKey, CheckpointKey, CheckpointRecord
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import CHECKPOINT_COLUMNS, Statements, chunks
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 __all__ = ["ListQuery", "list_page", "list_query"]
+
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
 
 
 @dataclass(frozen=True)
@@ -187,15 +191,21 @@ def _page_select(
         stmt = st.qb.walk_newest_first(stmt, checkpoints)
     elif query.every_namespace and not query.filters:
         stmt = st.qb.walk_thread(conn, stmt, checkpoints)
+    served, unserved = False, []
     for key, value in query.filters:
         # metadata_equals, its check done once for both conditions.
         name, text = st.qb.check_filter(key, value)
         found = st.qb.metadata_index_filter(checkpoints, name, text, name in indexed)
         if found is not None:
             stmt = stmt.where(found)
+        served = served or found is not None or (name == "run_id" and isinstance(value, str))
+        if found is None and name not in COLUMN_KEYS:
+            unserved.append(name)
         value = scalar_as_stored(value)  # NUL removed, as from stored metadata
         member = st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect, literal)
         stmt = stmt.where(member)
+    if query.across_threads and cursor is None and not served:
+        _warn_scan(st, unserved, query.index_keys)
     if cursor is not None and query.every_namespace:
         # Keyset pagination, thread fixed: before the last row by id, then namespace.
         after = (c.checkpoint_id, c.checkpoint_ns)
@@ -207,6 +217,30 @@ def _page_select(
         # Keyset pagination: strictly after the last row of the previous page.
         stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
     return stmt.order_by(*(c.desc() for c in order)).limit(size)
+
+
+def _warn_scan(st: Statements, keys: list[str], configured: frozenset[str]) -> None:
+    """Log, once per key and saver, a filter across threads that no index serves: it
+    reads the checkpoints newest first until its page is full, every checkpoint when
+    few match (SQLite, MySQL/MariaDB: keys outside ``metadata_index_keys``)."""
+    for key in keys:
+        if not st.first_scan(key):
+            continue
+        fix = (
+            "run reindex_metadata() (or the reindex-metadata command) once to index "
+            "the stored checkpoints"
+            if key in configured
+            else "add it to the saver's metadata_index_keys on every writer, then run "
+            "reindex_metadata() once"
+        )
+        logger.warning(
+            "list() filters on metadata key %r across threads, which no index serves on "
+            "this database: it reads the checkpoints newest first until its page is full "
+            "(all of them when few match), slower as the store grows. To have it indexed, "
+            "%s. Logged once per key and saver.",
+            key,
+            fix,
+        )
 
 
 def list_page(
