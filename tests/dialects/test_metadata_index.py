@@ -10,6 +10,7 @@ added later. Plans: tests/dialects/test_plans.py.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -173,6 +174,54 @@ async def test_reindex_makes_a_new_key_indexed(saver: SQLAlchemySaver, door: Doo
     assert [t for t, _ in listed(fresh, {"tenant": "acme"})] == ["a"]
     if saver._qb.metadata_index_rows:
         assert index_rows(saver) == before + 2
+
+
+def scan_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "langgraph.checkpoint.sqlalchemy" and "no index serves" in r.getMessage()
+    ]
+
+
+async def test_an_unindexed_filter_across_threads_is_logged_once_per_key(
+    saver: SQLAlchemySaver, door: Door, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A filter across threads that no index serves (SQLite, MySQL/MariaDB: a key
+    outside ``metadata_index_keys``; a documented scan) logs one warning per key and
+    saver, naming the key and the way to index it. None where an index serves the
+    filter (an indexed key among its keys, ``run_id``, PostgreSQL's GIN index for every
+    key), within one thread (bounded by the thread), or for ``step``/``source`` alone."""
+    await store(door, "a", {"tenant": "acme", "user_id": "u1"})
+    caplog.set_level(logging.WARNING, logger="langgraph.checkpoint.sqlalchemy")
+    for _ in range(3):
+        assert len(await door.list(None, filter={"tenant": "acme"})) == 1
+        assert await door.list(None, filter={"tenant": "x", "region": "eu"}) == []
+    assert len(await door.list(None, filter={"user_id": "u1", "tenant": "acme"})) == 1
+    assert await door.list(None, filter={"run_id": "r1", "other": 1}) == []
+    assert await door.list(cfg("a"), filter={"other": 1}) == []
+    assert len(await door.list(None, filter={"step": 1, "source": "loop"})) == 1
+    warned = scan_warnings(caplog)
+    if not saver._qb.metadata_index_rows:  # PostgreSQL: the GIN index serves every key
+        assert warned == []
+        return
+    assert len(warned) == 2, warned
+    assert "'tenant'" in warned[0] and "'region'" in warned[1]
+    assert all("metadata_index_keys" in w and "reindex_metadata()" in w for w in warned)
+    caplog.clear()
+    other = twin(saver)  # once per saver: another saver warns again
+    assert len(await Door(other, door.mode).list(None, filter={"tenant": "acme"})) == 1
+    assert len(scan_warnings(caplog)) == 1
+    caplog.clear()
+    configured = twin(saver, metadata_index_keys=["tenant"])  # not reindexed yet
+    assert len(await Door(configured, door.mode).list(None, filter={"tenant": "acme"})) == 1
+    (message,) = scan_warnings(caplog)
+    assert "'tenant'" in message and "run reindex_metadata()" in message
+    caplog.clear()
+    await Door(configured, door.mode).reindex_metadata()
+    indexed = twin(saver, metadata_index_keys=["tenant"])
+    assert len(await Door(indexed, door.mode).list(None, filter={"tenant": "acme"})) == 1
+    assert scan_warnings(caplog) == []
 
 
 def test_bad_index_keys_are_refused() -> None:

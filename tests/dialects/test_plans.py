@@ -106,6 +106,72 @@ def test_list_of_one_thread_is_served_by_the_primary_key(saver: SQLAlchemySaver)
     assert all(t.config["configurable"]["thread_id"] == "t0123" for t in listed)
 
 
+def plan_problems(text: str) -> list[str]:
+    """What a plan of one thread's listing must not hold: another index, a table scan, a
+    sort (each dialect's own words for them)."""
+    bad = ["ix_lgsa_checkpoints_checkpoint_id", "Seq Scan", "Sort"]  # PostgreSQL
+    bad += ["TEMP B-TREE", "SCAN lgsa_checkpoints\n"]  # SQLite
+    bad += ["filesort", "lgsa_checkpoints key=None"]  # MySQL/MariaDB
+    return [b for b in bad if b in text + "\n"]
+
+
+def test_list_of_one_thread_in_every_namespace_reads_the_thread_index(
+    saver: SQLAlchemySaver,
+) -> None:
+    """``list({"thread_id": t})`` without a namespace: ``ix_lgsa_checkpoints_thread``
+    read backwards over the thread, first page and keyset pages alike; newest first
+    across the thread's namespaces (``checkpoint_id``, then ``checkpoint_ns``,
+    descending). PostgreSQL with stale statistics walked the checkpoint-id index
+    across every newer thread (587 buffers at 100,000 checkpoints, 8 at 10,000)."""
+    bulk_load(saver)
+    child = [  # a subgraph's namespace, its ids between the root's, one id in both
+        {
+            "thread_id": "t0123",
+            "checkpoint_ns": "child:1",
+            "checkpoint_id": f"1f000000-0000-6000-8000-{123 * PER_THREAD + i:012}"
+            + ("" if i == 4 else "5"),
+            "parent_checkpoint_id": None,
+            "type": "msgpack",
+            "checkpoint": b"\x80",
+            "metadata": {"step": i, "source": "loop"},
+            "value_versions": {},
+            "source": "loop",
+            "step": i,
+        }
+        for i in range(0, PER_THREAD, 2)
+    ]
+    with raw(saver) as conn:
+        conn.execute(insert(checkpoints), child)
+    config: Any = {"configurable": {"thread_id": "t0123"}}
+    query = query_of(saver, config, None)
+    assert query.order  # one thread: the dialect's order for the thread index
+    middle = ("t0123", "child:1", child[4]["checkpoint_id"])
+    with raw(saver) as conn:
+        for cursor in (None, middle):
+            stmt = _page_select(conn, saver._st, query, cursor, 10)
+            text = "\n".join(explain(conn, saver, stmt))
+            assert "ix_lgsa_checkpoints_thread" in text and not plan_problems(text), text
+    listed = [
+        (t.config["configurable"]["checkpoint_id"], t.config["configurable"]["checkpoint_ns"])
+        for t in saver.list(config)
+    ]
+    assert len(listed) == PER_THREAD + len(child)
+    assert listed == sorted(listed, reverse=True)
+    assert listed[:3] == sorted(listed, reverse=True)[:3]
+    from langgraph.checkpoint.sqlalchemy import saver as saver_module
+
+    old = saver_module.LIST_PAGE_SIZE
+    saver_module.LIST_PAGE_SIZE = 4  # keyset pages, one of them between the twin ids
+    try:
+        paged = [
+            (t.config["configurable"]["checkpoint_id"], t.config["configurable"]["checkpoint_ns"])
+            for t in saver.list(config)
+        ]
+    finally:
+        saver_module.LIST_PAGE_SIZE = old
+    assert paged == listed
+
+
 def test_pages_of_one_thread_follow_the_key(saver: SQLAlchemySaver) -> None:
     """Keyset pages in key order give every checkpoint of the thread once, newest first."""
     bulk_load(saver)

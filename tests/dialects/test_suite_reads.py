@@ -2,7 +2,8 @@
 saver, on every backend of the suite (``extra`` too), sync and async.
 
 Duties of :class:`~langgraph.checkpoint.sqlalchemy.dialects.QueryBuilder` exercised:
-``newest_first`` and ``one_namespace`` (the latest of one namespace), ``rows_before``
+``newest_first`` and ``one_namespace`` (the latest of one namespace), ``one_thread``
+and ``walk_thread`` (one thread in every namespace), ``rows_before``
 (``list`` paged by ``before``), ``walk_newest_first`` (a filtered listing across
 threads), the checkpoint-id walk of ``list_threads`` (pages by ``after``), ``json_has_key``
 (``get_delta_channel_history``), ``small_reads`` and ``table_estimates``
@@ -60,6 +61,26 @@ async def test_pages_by_before_give_the_listing_newest_first(door: Door) -> None
         pages += ids(page)
         before = page[-1].config
     assert pages == expected
+
+
+async def test_a_thread_in_every_namespace_is_listed_newest_first(door: Door) -> None:
+    """``list(thread)`` without a namespace (``one_thread``, ``walk_thread`` and its
+    keyset pages): the thread's checkpoints of every namespace by id, newest first,
+    the same by pages of ``before`` as at once; no other thread's."""
+    made = []
+    for ns in ("", "child:1", ""):
+        made += await chain(door, "t", 2, ns=ns)
+    await chain(door, "other", 2)
+    newest_first = sorted((c["configurable"]["checkpoint_id"] for c in made), reverse=True)
+    listed = await door.list({"configurable": {"thread_id": "t"}})
+    assert ids(listed) == newest_first
+    assert {t.config["configurable"]["checkpoint_ns"] for t in listed} == {"", "child:1"}
+    pages: list[str] = []
+    before = None
+    while page := await door.list({"configurable": {"thread_id": "t"}}, before=before, limit=4):
+        pages += ids(page)
+        before = page[-1].config
+    assert pages == newest_first
 
 
 async def test_a_filtered_listing_across_threads_is_newest_first(door: Door) -> None:

@@ -70,6 +70,7 @@ from sqlalchemy.types import BLOB, VARBINARY, TypeDecorator, TypeEngine
 
 __all__ = [
     "CHANNEL_MAX_LENGTH",
+    "CHECKPOINT_ID_INDEX",
     "CHECKPOINT_NS_MAX_LENGTH",
     "ID_MAX_LENGTH",
     "INDEX_KEY_MAX_LENGTH",
@@ -78,6 +79,7 @@ __all__ = [
     "NAME_KEY_MARKER",
     "RUN_KEY_MAX_LENGTH",
     "THREAD_ID_MAX_LENGTH",
+    "THREAD_INDEX",
     "VERSION_TABLE",
     "FullName",
     "KeyText",
@@ -132,6 +134,9 @@ INDEX_VALUE_MAX_LENGTH = 100
 VERSION_TABLE = "lgsa_alembic_version"
 #: The index listings across threads walk newest first (:data:`checkpoints`).
 CHECKPOINT_ID_INDEX = "ix_lgsa_checkpoints_checkpoint_id"
+#: The index a listing of one thread across its namespaces reads newest first
+#: (:data:`checkpoints`, migration 0010).
+THREAD_INDEX = "ix_lgsa_checkpoints_thread"
 
 #: Binary values: BLOB on SQLite, BYTEA on PostgreSQL, LONGBLOB (4 GB) on MySQL/MariaDB,
 #: whose plain BLOB stops at 64 kB. On MariaDB, migration 0004 makes
@@ -442,6 +447,10 @@ checkpoints = Table(
         "step",
         "source",
     ),
+    # One thread across its namespaces newest first (``list(thread)`` without a
+    # namespace): ``checkpoint_id`` follows the thread, which the primary key's order
+    # (namespace first) cannot give (migration 0010).
+    Index(THREAD_INDEX, "thread_id", "checkpoint_id", "checkpoint_ns"),
     **MYSQL_TABLE_OPTIONS,
 )
 

@@ -90,6 +90,8 @@ class Statements:
         self.put_metadata_index = qb.insert_ignore(metadata_index)
         # The keys whose index rows are complete, read once (:meth:`indexed_keys`).
         self._registered: frozenset[str] | None = None
+        # The keys an unindexed filter was logged for (:meth:`first_scan`).
+        self._scanned: frozenset[str] = frozenset()
         self.put_writes_first_wins = qb.insert_ignore(writes)
         self.put_writes_replace = qb.upsert(writes, ["task_path", "channel", "type", "blob"])
         where_ns = (
@@ -155,6 +157,16 @@ class Statements:
             found = _metaindex.registered(conn) if self.qb.metadata_index_rows else frozenset()
             self._registered = found
         return self._registered
+
+    def first_scan(self, key: str) -> bool:
+        """Whether ``key`` is new among this saver's metadata filters that no index
+        serves (then recorded): the listing logs a warning once per key and saver. The
+        set is rebound, never changed in place: the copies :func:`statements_for` makes
+        each have their own."""
+        if key in self._scanned:
+            return False
+        self._scanned = self._scanned | {key}
+        return True
 
     def key(self, conn: Connection) -> Any:
         """What SQL compiled for ``conn`` depends on (:meth:`.QueryBuilder.compile_key`)."""

@@ -8,6 +8,7 @@ page once its connection went back to the pool.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -18,6 +19,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     scalar_as_stored,
 )
 from langgraph.checkpoint.sqlalchemy._codec.configs import configurable, namespace, text_id
+from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS
 from langgraph.checkpoint.sqlalchemy._codec.records import BlobKey, CheckpointKey, CheckpointRecord
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import CHECKPOINT_COLUMNS, Statements, chunks
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ListQuery", "list_page", "list_query"]
 
+logger = logging.getLogger("langgraph.checkpoint.sqlalchemy")
+
 
 @dataclass(frozen=True)
 class ListQuery:
@@ -49,14 +53,18 @@ class ListQuery:
     (:meth:`.QueryBuilder.one_namespace`): the same rows in the same order, spelled so
     that a backward scan of the primary key serves the listing whatever the planner's
     statistics (with stale ones PostgreSQL walked the checkpoint-id index across every
-    thread instead).
+    thread instead). One thread in every namespace is the same order too, spelled for
+    ``ix_lgsa_checkpoints_thread`` (:meth:`.QueryBuilder.one_thread`).
 
     Attributes:
         where: Conditions on the checkpoints table (thread, namespace, before).
         filters: Metadata equality filters ``(key, JSON value)``, checked already; made
             into SQL per connection, whose dialect decides (MariaDB behind ``mysql://``).
-        order: ``ORDER BY`` columns (descending) when ``where`` holds one thread and one
-            namespace, else empty (the default order).
+        order: ``ORDER BY`` columns (descending) when ``where`` holds one thread (and
+            maybe one namespace), else empty (the default order).
+        every_namespace: ``where`` holds one thread and no namespace: ``order`` is the
+            dialect's for ``ix_lgsa_checkpoints_thread``, pages follow ``checkpoint_id,
+            checkpoint_ns``.
         index_keys: The metadata keys the saver indexes (its ``metadata_index_keys``); a
             filter on one of them that the database lists as complete reads the index
             (:mod:`._ops.metaindex`).
@@ -66,6 +74,7 @@ class ListQuery:
     where: tuple[ColumnElement[bool], ...]
     filters: tuple[tuple[str, Any], ...] = ()
     order: tuple[Any, ...] = ()
+    every_namespace: bool = False
     index_keys: frozenset[str] = frozenset()
     across_threads: bool = False
 
@@ -90,7 +99,7 @@ def list_query(
         CheckpointConfigError: A config without ``thread_id`` or with bad ids.
         CheckpointMetadataError: A filter that is not a dict of JSON values.
     """
-    where, order = _thread_where(config, qb) if config is not None else ([], ())
+    where, order, every = _thread_where(config, qb) if config is not None else ([], (), False)
     if before is not None:
         before_id = text_id(
             configurable(before).get("checkpoint_id"),
@@ -101,10 +110,10 @@ def list_query(
         where.append(checkpoints.c.checkpoint_id < before_id)
     across = config is None
     if not filter:
-        return ListQuery(tuple(where), order=order, across_threads=across)
+        return ListQuery(tuple(where), order=order, every_namespace=every, across_threads=across)
     filters = _filtered(qb, where, filter)
     keys = frozenset(index_keys)
-    return ListQuery(tuple(where), filters, order, index_keys=keys, across_threads=across)
+    return ListQuery(tuple(where), filters, order, every, keys, across)
 
 
 def _filtered(
@@ -146,12 +155,10 @@ def _filtered(
 
 def _thread_where(
     config: RunnableConfig, qb: QueryBuilder
-) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
-    """Conditions of a ``list()`` config (its thread, namespace and checkpoint) and, when
-    it names one namespace, the order the dialect lists one namespace in (else ``()``:
-    the listing's default order)."""
-    where: list[ColumnElement[bool]] = []
-    order: tuple[Any, ...] = ()
+) -> tuple[list[ColumnElement[bool]], tuple[Any, ...], bool]:
+    """Conditions of a ``list()`` config (its thread, namespace and checkpoint), the
+    order the dialect lists one namespace, or one thread's namespaces, in, and whether
+    it is every namespace (:attr:`ListQuery.every_namespace`)."""
     c = configurable(config)
     thread_id = cast(
         str, text_id(c.get("thread_id"), "thread_id", THREAD_ID_MAX_LENGTH, required=True)
@@ -162,14 +169,14 @@ def _thread_where(
         if stored_full(ns) is not None:
             where.append(checkpoints.c.checkpoint_ns_full == ns)
     else:
-        where.append(checkpoints.c.thread_id == thread_id)
+        where, order = qb.one_thread(checkpoints, thread_id)
     if stored_full(thread_id) is not None:
         # A digest key is never trusted alone: the text must match too.
         where.append(checkpoints.c.thread_id_full == thread_id)
     checkpoint_id = text_id(c.get("checkpoint_id"), "checkpoint_id", ID_MAX_LENGTH, required=False)
     if checkpoint_id:
         where.append(checkpoints.c.checkpoint_id == checkpoint_id)
-    return where, order
+    return where, order, c.get("checkpoint_ns") is None
 
 
 def _page_select(
@@ -182,22 +189,58 @@ def _page_select(
     if query.across_threads and not query.filters:
         # Conditions the checkpoint-id index's entries decide (step, source, before).
         stmt = st.qb.walk_newest_first(stmt, checkpoints)
+    elif query.every_namespace and not query.filters:
+        stmt = st.qb.walk_thread(conn, stmt, checkpoints)
+    served, unserved = False, []
     for key, value in query.filters:
         # metadata_equals, its check done once for both conditions.
         name, text = st.qb.check_filter(key, value)
         found = st.qb.metadata_index_filter(checkpoints, name, text, name in indexed)
         if found is not None:
             stmt = stmt.where(found)
+        served = served or found is not None or (name == "run_id" and isinstance(value, str))
+        if found is None and name not in COLUMN_KEYS:
+            unserved.append(name)
         value = scalar_as_stored(value)  # NUL removed, as from stored metadata
         member = st.qb.json_member_equals(c.metadata, name, value, text, conn.dialect, literal)
         stmt = stmt.where(member)
-    if cursor is not None and query.order:
+    if query.across_threads and cursor is None and not served:
+        _warn_scan(st, unserved, query.index_keys)
+    if cursor is not None and query.every_namespace:
+        # Keyset pagination, thread fixed: before the last row by id, then namespace.
+        after = (c.checkpoint_id, c.checkpoint_ns)
+        stmt = stmt.where(st.qb.rows_before(after, (cursor[2], cursor[1])))
+    elif cursor is not None and query.order:
         # Keyset pagination, thread and namespace fixed: older ids than the last row's.
         stmt = stmt.where(c.checkpoint_id < cursor[2])
     elif cursor is not None:
         # Keyset pagination: strictly after the last row of the previous page.
         stmt = stmt.where(st.qb.rows_before(order, (cursor[2], cursor[0], cursor[1])))
     return stmt.order_by(*(c.desc() for c in order)).limit(size)
+
+
+def _warn_scan(st: Statements, keys: list[str], configured: frozenset[str]) -> None:
+    """Log, once per key and saver, a filter across threads that no index serves: it
+    reads the checkpoints newest first until its page is full, every checkpoint when
+    few match (SQLite, MySQL/MariaDB: keys outside ``metadata_index_keys``)."""
+    for key in keys:
+        if not st.first_scan(key):
+            continue
+        fix = (
+            "run reindex_metadata() (or the reindex-metadata command) once to index "
+            "the stored checkpoints"
+            if key in configured
+            else "add it to the saver's metadata_index_keys on every writer, then run "
+            "reindex_metadata() once"
+        )
+        logger.warning(
+            "list() filters on metadata key %r across threads, which no index serves on "
+            "this database: it reads the checkpoints newest first until its page is full "
+            "(all of them when few match), slower as the store grows. To have it indexed, "
+            "%s. Logged once per key and saver.",
+            key,
+            fix,
+        )
 
 
 def list_page(

@@ -27,12 +27,12 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
 )
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
+from langgraph.checkpoint.sqlalchemy.dialects._orders import ListingOrders
 from langgraph.checkpoint.sqlalchemy.errors import ValueTooLargeError
 from langgraph.checkpoint.sqlalchemy.schema import metadata_index
 from sqlalchemy import (
     Connection,
     Engine,
-    Select,
     Table,
     bindparam,
     event,
@@ -61,7 +61,7 @@ WRITE_OPTION = "lgsa_write"
 NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 
 
-class QueryBuilder(LeaseRows, ABC):
+class QueryBuilder(ListingOrders, LeaseRows, ABC):
     """Builds the dialect-specific statements of the saver.
 
     One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`
@@ -186,16 +186,6 @@ class QueryBuilder(LeaseRows, ABC):
             dialect.label_length,
         )
 
-    def newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
-        """``stmt`` (a SELECT of ``table``, the checkpoints table) narrowed to one thread
-        and namespace, bound as ``thread_id`` and ``checkpoint_ns``, newest checkpoint
-        first, one row: the read of ``get_tuple`` without a checkpoint id.
-
-        The conditions and order of :meth:`one_namespace`, bound, ``LIMIT 1``.
-        """
-        where, order = self.one_namespace(table, bindparam("thread_id"), bindparam("checkpoint_ns"))
-        return stmt.where(*where).order_by(*(c.desc() for c in order)).limit(1)
-
     def combine_writes(self, main: Any, *others: Any) -> Any:
         """One statement running ``others`` (INSERT/DELETE constructs) in its ``WITH``
         clause, then ``main``; all see one snapshot and commit together. Only where
@@ -244,37 +234,6 @@ class QueryBuilder(LeaseRows, ABC):
     def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
         return {"keys": [tuple(k) for k in keys]}
-
-    def one_namespace(
-        self, table: Table, thread_id: Any, checkpoint_ns: Any
-    ) -> tuple[list[ColumnElement[bool]], tuple[Any, ...]]:
-        """Conditions selecting one thread and namespace of ``table`` (the checkpoints
-        table), and the ``ORDER BY`` columns (descending) that list them newest first,
-        spelled so that a backward scan of the primary key serves the read whatever the
-        planner's statistics (``get_tuple`` of the latest, ``list(thread, limit=10)``).
-        ``thread_id`` and ``checkpoint_ns`` are values or bound parameters.
-
-        Default: both columns equal to their value, ordered by ``checkpoint_id``: SQLite
-        and MariaDB read the key's range for the equal prefix backwards (``EXPLAIN``: no
-        sort, no other index).
-        """
-        c = table.c
-        return [c.thread_id == thread_id, c.checkpoint_ns == checkpoint_ns], (c.checkpoint_id,)
-
-    def walk_newest_first(self, stmt: Select[Any], table: Table) -> Select[Any]:
-        """``stmt``, a listing across threads whose conditions the entries of
-        ``ix_lgsa_checkpoints_checkpoint_id`` decide (``step``, ``source``, ``before``),
-        made to walk that index newest first. Default: as is (SQLite and PostgreSQL do)."""
-        return stmt
-
-    def rows_before(self, columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
-        """Condition: ``columns`` sort strictly before ``values`` (keyset pagination of
-        ``list()``, newest first).
-
-        Default: a row-value comparison ``(a, b, c) < (?, ?, ?)``, which SQLite and
-        PostgreSQL turn into a range scan of the index on those columns.
-        """
-        return tuple_(*columns) < tuple_(*values)
 
     # -- inserts ---------------------------------------------------------------------
 
