@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.sqlalchemy import SchemaOutOfDateError, cli
-from langgraph.store.sqlalchemy import SQLAlchemyStore, StoredItem
 from langgraph.checkpoint.sqlalchemy.migrate import head_revision
+from langgraph.store.sqlalchemy import SQLAlchemyStore, StoredItem
 
 from ..provision import BACKENDS, fresh_database
 from .test_cli_startup import DATABASE, LANGGRAPH, MIGRATIONS, PROGRESS, SAVER, imported, loaded

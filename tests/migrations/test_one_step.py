@@ -102,7 +102,7 @@ def _describe(conn: Connection, schema: str | None) -> dict[str, Any]:
             ),
             "foreign_keys": insp.get_foreign_keys(table, schema=schema),
             "checks": insp.get_check_constraints(table, schema=schema),
-            "options": insp.get_table_options(table, schema=schema),
+            "options": _table_options(conn, table, schema),
             "comment": (
                 insp.get_table_comment(table, schema=schema)
                 if conn.dialect.supports_comments
@@ -116,6 +116,20 @@ def _describe(conn: Connection, schema: str | None) -> dict[str, Any]:
         if name in out
     }
     return out
+
+
+def _table_options(conn: Connection, table: str, schema: str | None) -> dict[str, Any]:
+    """The table's options (SQLite: ``WITHOUT ROWID``). SQLAlchemy reflects SQLite's from
+    2.0.54 on; before, the dialect raises ``NotImplementedError`` and the table's
+    ``CREATE`` statement tells the same."""
+    try:
+        return dict(inspect(conn).get_table_options(table, schema=schema))
+    except NotImplementedError:
+        sql = conn.execute(
+            text("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = :name"),
+            {"name": table},
+        ).scalar_one()
+        return {"sqlite_with_rowid": False} if "WITHOUT ROWID" in sql.upper() else {}
 
 
 def _reflected(conn: Connection, name: str, schema: str | None) -> Any:
