@@ -139,7 +139,8 @@ def test_without_shtab_the_command_says_what_to_install_and_the_rest_works() -> 
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "error: shell completion needs the package shtab, which is not installed. Install "
-        f"it: pip install '{PROG}[completion]'\n"
+        f'it: the extra "completion": pip install "{PROG}[completion]" (from a checkout of '
+        'the repository: pip install -e ".[completion]")\n'
     )
     helped = subprocess.run(
         [sys.executable, "-c", blocked + "main(['threads', 'list', '--help'])"],

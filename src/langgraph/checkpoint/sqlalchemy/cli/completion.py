@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy.cli.common import PROG, CommandError, add_command
 
 __all__ = ["SHELLS", "add_commands", "cmd_completion"]
@@ -20,7 +21,7 @@ __all__ = ["SHELLS", "add_commands", "cmd_completion"]
 #: The shells a script is generated for.
 SHELLS = ("bash", "zsh", "tcsh")
 
-_INSTALL = "pip install 'langgraph-checkpoint-sqlalchemy[completion]'"
+_INSTALL = install_hint("completion")
 
 
 def cmd_completion(root: argparse.ArgumentParser, args: argparse.Namespace) -> int:
