@@ -63,6 +63,7 @@ class _Upserts:
     items: Any
     vectors: Any
     copies: Any
+    native: Any = None
     forms: dict[Any, Any] = field(default_factory=dict)
     combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
@@ -113,7 +114,18 @@ def _item_params(row: PutRow, now: float) -> dict[str, Any]:
     }
 
 
-def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: float) -> None:
+def _native_upsert(qb: QueryBuilder, up: _Upserts) -> Any:
+    """The vectors' upsert that also fills the dialect's native vector column."""
+    if up.native is None:
+        vi = qb.vector_index()
+        assert vi is not None
+        up.native = qb.upsert(vi.with_column(vectors), ["embedding", vi.column_name])
+    return up.native
+
+
+def put_rows(
+    conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: float, native: bool = False
+) -> None:
     """Write items: upsert the values (``created_at`` kept on an update), delete the
     items whose value is None, and replace the vectors of every item written.
 
@@ -125,6 +137,9 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         qb: The dialect's query builder (its upsert).
         rows: The items, at most one per ``(namespace, key)``.
         now: The write's clock, seconds since the epoch.
+        native: Whether the vectors table has the dialect's native vector column
+            (:meth:`.QueryBuilder.vector_index`), which the vectors' rows then fill
+            from the same packed bytes.
     """
     sizes, budget = value_sizes(conn, qb, rows)
     key = qb.compile_key(conn.dialect)
@@ -161,8 +176,15 @@ def put_rows(conn: Connection, qb: QueryBuilder, rows: Sequence[PutRow], now: fl
         if row.value is not None
         for name, blob in row.vectors
     ]
+    upsert = up.vectors
+    if native and new_vectors:
+        upsert = _native_upsert(qb, up)
+        vi = qb.vector_index()
+        assert vi is not None
+        column = vi.column_name  # the same bytes, bound as the native type's text
+        new_vectors = [({**p, column: p["embedding"]}, 12 * size) for p, size in new_vectors]
     for part in by_bytes(new_vectors, budget):
-        cursor.insert_rows(conn, up.vectors, part, key, up.forms)
+        cursor.insert_rows(conn, upsert, part, key, up.forms)
 
 
 # -- TTL and statistics ---------------------------------------------------------------

@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._items import put_rows, refresh_ttl
+from langgraph.store.sqlalchemy._nearest import nearest
 from langgraph.store.sqlalchemy._scan import (
     COLUMNS,
     NEWEST,
@@ -118,7 +119,7 @@ def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
     if not batch.puts:
         return BatchResult(results, refresh)
     refresh_ttl(conn, refresh, batch.now)
-    put_rows(conn, qb, batch.puts, batch.now)
+    put_rows(conn, qb, batch.puts, batch.now, batch.native)
     return BatchResult(results)
 
 
@@ -200,7 +201,7 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
     if plan.limit <= 0:
         return []
     if plan.query is not None:
-        return vector_search(conn, qb, plan, now)
+        return vector_search(conn, qb, plan, now, None if plan.native is None else nearest)
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
         walk = bool(plan.prefix) and many_under(conn, qb, plan.prefix)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from heapq import nsmallest
 from typing import Any
 
@@ -146,12 +146,21 @@ def readable(row: Any, score: float | None = None) -> Found | None:
         return None
 
 
-def vector_search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
+def vector_search(
+    conn: Connection,
+    qb: QueryBuilder,
+    plan: SearchPlan,
+    now: float,
+    ranked: Callable[[Connection, QueryBuilder, SearchPlan, float, int], list[Found]] | None = None,
+) -> list[Found]:
     """Items ranked by their best field's score against the query (by the index config's
-    distance: :mod:`.vectors`); the items that match but have no vector follow
+    distance: :mod:`.vectors`), by ``ranked`` when given (the database's own vector
+    search), else scored here; the items that match but have no vector follow
     (``InMemoryStore``'s order), up to ``limit``."""
     wanted = plan.offset + plan.limit
-    if plan.filter.exact:
+    if ranked is not None:
+        out = ranked(conn, qb, plan, now, wanted)
+    elif plan.filter.exact:
         out = _ranked(conn, qb, plan, now, wanted)
     else:
         out = _ranked_in_pages(conn, qb, plan, now, wanted)

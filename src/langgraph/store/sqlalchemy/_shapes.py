@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.store.base import Item, MatchCondition, SearchItem
 
+from langgraph.checkpoint.sqlalchemy.dialects import AnnParams
 from langgraph.checkpoint.sqlalchemy.errors import StoreDecodeError
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy.filters import Filter
@@ -28,6 +29,7 @@ __all__ = [
     "Batch",
     "GetPlan",
     "ListPlan",
+    "Native",
     "PutRow",
     "SearchPlan",
     "StoreStats",
@@ -76,6 +78,26 @@ class GetPlan:
 
 
 @dataclass(frozen=True)
+class Native:
+    """The database's native vector column, which a store with an index config searches
+    and fills (:meth:`.QueryBuilder.vector_index`).
+
+    Attributes:
+        index: The ANN index's name, or None (exact, in the database).
+        dims: The index config's dimensions.
+        distance: Its distance.
+        fields: How many field paths it embeds (estimates the vector rows an item has).
+        ann: Its ANN settings.
+    """
+
+    index: str | None
+    dims: int
+    distance: Distance
+    fields: int
+    ann: AnnParams
+
+
+@dataclass(frozen=True)
 class SearchPlan:
     """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding and the
     index config's distance."""
@@ -89,6 +111,7 @@ class SearchPlan:
     query: Sequence[float] | None = None
     query_blob: bytes | None = None
     distance: Distance = "cosine"
+    native: Native | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +132,7 @@ class Batch:
     count: int = 0
     reads: list[tuple[int, GetPlan | SearchPlan | ListPlan]] = field(default_factory=list)
     puts: list[PutRow] = field(default_factory=list)
+    native: bool = False
 
     @property
     def one_get(self) -> bool:

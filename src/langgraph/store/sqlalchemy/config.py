@@ -3,7 +3,8 @@ server's ``LANGGRAPH_STORE`` environment variable (the ``store`` section of
 ``langgraph.json``) and the command line's ``store copy --index``.
 
 A value of the wrong type is an error that names it, before anything is opened; keys
-this store does not use (``path``, PostgreSQL's ``ann_index_config``) are ignored.
+this store does not use (``path``) are ignored; ``ann_index_config`` is checked as the
+store checks it.
 
 Trust: the config is the operator's, as ``langgraph.json`` is. An ``embed`` of the form
 ``path/to/file.py:function`` imports and runs that file, as the LangGraph server's own
@@ -22,7 +23,7 @@ from typing import Any, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from langgraph.store.sqlalchemy.vectors import DISTANCES, field_paths
+from langgraph.store.sqlalchemy.vectors import DISTANCES, ann_params, field_paths
 
 __all__ = [
     "STORE_ENV",
@@ -107,6 +108,13 @@ def _index_checked(data: Any, where: str) -> dict[str, Any] | None:
                 f"{where}['distance_type'] must be one of {', '.join(DISTANCES)}, not {distance!r}"
             )
         config["distance_type"] = distance
+    ann = data.get("ann_index_config")
+    if ann is not None:
+        try:
+            ann_params(ann)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        config["ann_index_config"] = ann
     return config
 
 
@@ -119,7 +127,8 @@ def _index_resolved(config: dict[str, Any] | None, where: str) -> IndexConfig | 
 
 def index_config(data: Any, where: str) -> IndexConfig | None:
     """``data`` (parsed JSON) as an ``IndexConfig``: ``{"dims": int, "embed": "provider:model",
-    "fields": ["path", ...], "distance_type": "cosine" | "l2" | "inner_product"}``
+    "fields": ["path", ...], "distance_type": "cosine" | "l2" | "inner_product",
+    "ann_index_config": {"kind": "hnsw", "m": 16, ...}}``
     (``text_fields``, ``SqliteStore``'s name, for ``fields``); None for None. ``embed`` may also be
     ``"./path/to/file.py:function"``: that file is imported (it is the operator's code,
     as the store's own ``path``) and the function is the embedding; the file is imported

@@ -48,7 +48,7 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     SchemaOutOfDateError,
     StoreRequestError,
 )
-from langgraph.store.sqlalchemy import _items, _reads, namespaces
+from langgraph.store.sqlalchemy import _items, _nearest, _reads, namespaces
 from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
 from langgraph.store.sqlalchemy._prepared import Prepared
 from langgraph.store.sqlalchemy._rounds import Rounds
@@ -56,6 +56,7 @@ from langgraph.store.sqlalchemy._shapes import (
     Batch,
     GetPlan,
     ListPlan,
+    Native,
     PutRow,
     SearchPlan,
     StoreStats,
@@ -172,6 +173,18 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         self._sweeper_stop = threading.Event()
         self._asweeper: asyncio.Task[None] | None = None
         self._rounds: Rounds[Prepared, Result] = Rounds(self._around, final=_FINAL)
+        #: The native vector column's state (:mod:`._nearest`), probed at the first
+        #: batch that needs it (``_UNPROBED`` until then) and again by setup().
+        self._native: Native | object | None = _UNPROBED if self._index else None
+
+    @property
+    def ann(self) -> str | None:
+        """``"hnsw"`` when vector searches use the database's ANN index (pgvector's HNSW
+        on PostgreSQL, see docs/store.md), else None: exact search, in the database
+        where it has a native vector column, else scored by the store. Known after
+        :meth:`setup` or the first batch."""
+        native = self._native
+        return "hnsw" if isinstance(native, Native) and native.index else None
 
     @classmethod
     def from_conn_string(
@@ -242,11 +255,23 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if awaited_at_once():
             return self.asetup()
         self._migrate()
+        self._setup_native()
         return RAN
 
     async def asetup(self) -> None:
         """Async :meth:`setup` (the migration runs in a worker thread)."""
         await asyncio.to_thread(self._migrate)
+        await asyncio.to_thread(self._setup_native)
+
+    def _setup_native(self) -> None:
+        """With an index config, on a dialect with a native vector column: add it if the
+        server gained the capability since the migration, build the config's ANN index
+        (concurrently: writes go on), and probe the state again."""
+        if self._index is None or self._qb.vector_index() is None:
+            return
+        self._runner.run(Access.WRITE, _nearest.enable, (self._qb,))
+        self._runner.run(Access.WRITE_ONE, _nearest.build_index, (self._qb, self._index))
+        self._native = self._runner.run(Access.READ, _nearest.probe, (self._qb, self._index))
 
     def close(self) -> None:
         """Stop the TTL sweeper thread and dispose the engines this store created."""
@@ -328,6 +353,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
                 asked = sorted(prepared.queries)
                 found = yield EmbedQueries(embeddings, asked)
                 queries = dict(zip(asked, found, strict=False))
+        if self._native is _UNPROBED:
+            self._native = yield from self._probe_native()
         batch = self._finish(prepared, embedded, queries)
         done = yield self._access(batch), _reads.run_batch, (self._qb, batch)
         if done.refresh:
@@ -405,6 +432,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """The batch with its put rows (values, expiry, vectors) and query vectors."""
         batch = prepared.batch
         now = batch.now
+        native = self._native if isinstance(self._native, Native) else None
+        batch.native = native is not None
         if len(embedded) != len(prepared.texts):
             raise ValueError(
                 f"the embedding function returned {len(embedded)} vectors for "
@@ -429,7 +458,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
                 distance = self._index.distance
                 batch.reads[position] = (
                     i,
-                    replace(read, query=vector, query_blob=blob, distance=distance),
+                    replace(read, query=vector, query_blob=blob, distance=distance, native=native),
                 )
         return batch
 
@@ -495,9 +524,20 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     def _load(self, chunk: Sequence[StoredItem]) -> int:
         rows = load_rows(self._index, chunk)
-        self._runner.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now()))
+        if self._native is _UNPROBED:
+            self._native = self._runner.drive(self._probe_native())
+        native = isinstance(self._native, Native)
+        self._runner.run(Access.WRITE, _items.put_rows, (self._qb, rows, self._now(), native))
         return len(rows)
 
+    def _probe_native(self) -> Plan[Native | None]:
+        if self._index is None or self._qb.vector_index() is None:
+            return None
+        native: Native | None = yield Access.READ, _nearest.probe, (self._qb, self._index)
+        return native
+
+
+_UNPROBED = object()
 
 #: Largest ``limit``/``offset``/``max_depth`` accepted: what every dialect binds as an
 #: integer (a 64-bit one overflows SQLite and PostgreSQL's LIMIT).

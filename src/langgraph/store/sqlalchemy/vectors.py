@@ -34,12 +34,14 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
+from langgraph.checkpoint.sqlalchemy.dialects import AnnParams
 from langgraph.store.sqlalchemy.tables import FIELD_MAX_LENGTH
 
 __all__ = [
     "DISTANCES",
     "Distance",
     "IndexSpec",
+    "ann_params",
     "field_name",
     "field_paths",
     "pack",
@@ -124,17 +126,63 @@ def field_paths(config: Mapping[str, Any]) -> list[str]:
     return list(paths)
 
 
+_ANN_KEYS = {"kind", "vector_type", "m", "ef_construction", "ef_search"}
+
+
+def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
+    """An index config's ``ann_index_config`` checked: ``kind`` ``"hnsw"`` (the default,
+    as ``PostgresStore``'s) or ``"flat"`` (no index), ``vector_type`` ``"vector"``, and
+    HNSW's ``m``, ``ef_construction`` and ``ef_search`` (positive integers; pgvector's
+    defaults 16, 64 and 40).
+
+    Raises:
+        ValueError: Another kind (``"ivfflat"`` is not supported: use ``"hnsw"``),
+            another vector type, an unknown key or a parameter that is not a positive
+            integer.
+    """
+    if config is None:
+        return AnnParams()
+    if not isinstance(config, Mapping):
+        raise ValueError(f"index config 'ann_index_config' must be a dict, not {config!r}")
+    unknown = sorted(set(config) - _ANN_KEYS)
+    if unknown:
+        raise ValueError(
+            f"index config 'ann_index_config' has unknown keys {unknown}; it takes "
+            f"{', '.join(sorted(_ANN_KEYS))}"
+        )
+    kind = config.get("kind", "hnsw")
+    if kind not in ("hnsw", "flat"):
+        raise ValueError(f"ann_index_config kind must be 'hnsw' or 'flat' (no index), not {kind!r}")
+    if config.get("vector_type", "vector") != "vector":
+        raise ValueError(
+            f"ann_index_config vector_type must be 'vector', not {config['vector_type']!r}"
+        )
+    numbers = {}
+    for name in ("m", "ef_construction", "ef_search"):
+        if name not in config:
+            continue
+        value = config[name]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 10_000:
+            raise ValueError(
+                f"ann_index_config {name} must be an integer from 1 to 10000, not {value!r}"
+            )
+        numbers[name] = value
+    return AnnParams(kind=str(kind), **numbers)
+
+
 class IndexSpec:
     """A store's checked ``index`` config: dimensions, embeddings, field paths, distance.
 
     Args:
         config: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``), with
             ``SqliteStore``'s ``text_fields`` for ``fields`` and the official stores'
-            ``distance_type`` (:data:`DISTANCES`; ``"cosine"`` when absent or None).
+            ``distance_type`` (:data:`DISTANCES`; ``"cosine"`` when absent or None)
+            and ``PostgresStore``'s ``ann_index_config`` (:func:`ann_params`).
 
     Raises:
         ValueError: ``dims`` is not a positive integer, ``embed`` is missing, the fields
-            are not paths, or ``distance_type`` is not one of :data:`DISTANCES`.
+            are not paths, ``distance_type`` is not one of :data:`DISTANCES`, or
+            ``ann_index_config`` is not what :func:`ann_params` takes.
     """
 
     def __init__(self, config: IndexConfig) -> None:
@@ -152,6 +200,7 @@ class IndexSpec:
                 f"not {distance!r}"
             )
         fields = field_paths(config)
+        self.ann = ann_params(config.get("ann_index_config"))  # type: ignore[arg-type]
         self.config = config
         self.dims = dims
         self.distance: Distance = distance

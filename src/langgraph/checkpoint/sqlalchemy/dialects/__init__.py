@@ -13,6 +13,7 @@ Adding a dialect family is one new module here plus one :data:`DIALECTS` entry (
 
 from __future__ import annotations
 
+from langgraph.checkpoint.sqlalchemy.dialects._ann import AnnParams, VectorIndex
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
@@ -28,8 +29,10 @@ __all__ = [
     "DIALECTS",
     "NO_TRANSACTION_OPTION",
     "WRITE_OPTION",
+    "AnnParams",
     "Binder",
     "QueryBuilder",
+    "VectorIndex",
     "query_builder",
     "register",
 ]

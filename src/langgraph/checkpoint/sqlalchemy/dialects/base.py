@@ -26,6 +26,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     scalar_as_stored,
 )
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
+from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
 from langgraph.checkpoint.sqlalchemy.dialects._orders import ListingOrders
 from langgraph.checkpoint.sqlalchemy.errors import ValueTooLargeError
@@ -370,6 +371,12 @@ class QueryBuilder(ListingOrders, LeaseRows, ABC):
     def walking(self, connection: Connection, on: bool) -> None:
         """Make the planner walk the ``updated_at`` index for the rest of the read
         transaction (``on``), or decide again (not ``on``). Default: nothing."""
+
+    def vector_index(self) -> VectorIndex | None:
+        """The server's native vector column and ANN index (:class:`._ann.VectorIndex`,
+        the same object at every call), or None: the store scores vectors exactly.
+        Default: None."""
+        return None
 
     def vector_similarity(
         self, connection: Connection, column: Any, query: bytes | None, distance: str = "cosine"

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import metadata_json_key
+from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._pgvector import PgVector
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import (
@@ -164,6 +166,14 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     #: filter matching a third of 10,000 items was planned as a scan and a sort (3.2 ms)
     #: rather than a walk of ``updated_at`` that stops at the page (see :meth:`walking`).
     walk_from = 1000
+
+    def vector_index(self) -> VectorIndex | None:
+        """pgvector (:class:`._pgvector.PgVector`): whether a server has it is checked
+        where it is used."""
+        found: PgVector | None = self.__dict__.get("_pgvector")
+        if found is None:
+            found = self.__dict__["_pgvector"] = PgVector()
+        return found
 
     def walking(self, connection: Connection, on: bool) -> None:
         """``enable_sort`` off for the rest of the transaction (``set_config(...,

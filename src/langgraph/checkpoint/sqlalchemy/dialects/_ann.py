@@ -1,0 +1,106 @@
+"""Approximate nearest-neighbour (ANN) vector indexes, where a database has one.
+
+A dialect whose server can index vectors gives its :class:`.QueryBuilder` a
+:class:`VectorIndex` (:attr:`.QueryBuilder.vector_index`); elsewhere it is None and the
+store scores vectors exactly (:mod:`langgraph.store.sqlalchemy.vectors`). The store's
+vectors table keeps its portable ``embedding`` column (little-endian float32 bytes) and,
+where the server has the capability, a native vector column beside it, which the index
+serves; :class:`VectorIndex` says how to add, fill, index and search that column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.sql.elements import ColumnElement
+
+__all__ = ["AnnParams", "VectorIndex"]
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """An index config's ANN settings, checked (``ann_index_config``, as ``PostgresStore``
+    names them).
+
+    Attributes:
+        kind: ``"hnsw"`` (an HNSW index) or ``"flat"`` (no index: every vector scored).
+        m: HNSW's connections a node per layer (pgvector's default 16).
+        ef_construction: HNSW's candidate list while building (pgvector's default 64).
+        ef_search: HNSW's candidate list while searching (pgvector's default 40).
+    """
+
+    kind: str = "hnsw"
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: int = 40
+
+
+class VectorIndex:
+    """How one dialect keeps, indexes and searches a native vector column.
+
+    Every method takes the vectors table as the store defines it (portable columns
+    only); the native column is the dialect's to name and type.
+    """
+
+    #: Name of the native vector column beside ``embedding``.
+    column_name = "vec"
+
+    def available(self, connection: Connection) -> bool:
+        """Whether the server can hold the native column (its extension installed or
+        installable). Raises nothing: a failed check is False."""
+        raise NotImplementedError
+
+    def enable(self, connection: Connection, table: Table) -> bool:
+        """Add the native column to ``table`` (installing what the server needs) and fill
+        it from ``embedding`` where it is NULL; idempotent. False, changing nothing, when the server
+        lacks the capability or the user the privilege."""
+        raise NotImplementedError
+
+    def disable(self, connection: Connection, table: Table) -> None:
+        """Drop the native column and its indexes (a downgrade)."""
+        raise NotImplementedError
+
+    def enabled(self, connection: Connection, table: Table) -> bool:
+        """Whether ``table`` has the native column."""
+        raise NotImplementedError
+
+    def with_column(self, table: Table) -> Table:
+        """``table`` with the native column, for writes that fill it (the column's bind
+        takes the same packed bytes as ``embedding``)."""
+        raise NotImplementedError
+
+    def index_name(self, dims: int, distance: str, params: AnnParams) -> str:
+        """The name of the index for ``dims``-sized vectors by ``distance``."""
+        raise NotImplementedError
+
+    def has_index(self, connection: Connection, table: Table, name: str) -> bool:
+        """Whether the index ``name`` exists on ``table``."""
+        raise NotImplementedError
+
+    def create_index(
+        self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
+    ) -> str:
+        """Create (if absent) the index of ``dims``-sized vectors by ``distance``; its
+        name."""
+        raise NotImplementedError
+
+    def distance(
+        self, table: Table, dims: int, distance: str, query: bytes, indexed: bool = True
+    ) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
+        """``(distance expression, condition)``: the distance of each row's native
+        vector to ``query`` (packed float32; lower is closer), in the order the index
+        serves when ``indexed`` (else an expression the index cannot serve: every row
+        the other conditions select is scored, exactly), and the condition that selects
+        the rows of ``dims`` values."""
+        raise NotImplementedError
+
+    def score(self, distance: str, value: float | None) -> float:
+        """The store's score (higher is closer) of a :meth:`distance` value."""
+        raise NotImplementedError
+
+    def searching(self, connection: Connection, params: AnnParams, filtered: bool) -> None:
+        """Set the search's options for the rest of the transaction (``filtered``: other
+        conditions drop rows the index returns)."""
+        raise NotImplementedError

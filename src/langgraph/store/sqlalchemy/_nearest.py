@@ -1,0 +1,123 @@
+"""Vector search by the database, through its ANN index where it has one (pgvector's HNSW
+on PostgreSQL: :meth:`.QueryBuilder.vector_index`).
+
+Where the vectors table has the dialect's native vector column, every write fills it
+(:func:`.put_rows` with ``native``), and a vector search is one statement: the items'
+rows joined to their vectors, the filter, the namespace prefix and the expiry applied in
+the same ``WHERE``, ordered by the distance the index serves, ``LIMIT n``. An item with
+several embedded fields may come back once a field: its best field scores it; when the
+rows held fewer than ``offset + limit`` items (or fewer that pass a filter checked in
+Python), the statement runs again with a larger ``n`` (at most :data:`MAX_ROWS`), as
+pgvector's iterative scan goes on past ``ef_search`` to meet the ``LIMIT``.
+
+Without an index (``ann_index_config={"kind": "flat"}``, or more dimensions than the
+index takes) the same statement scores every candidate vector in the database: exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.store.sqlalchemy import namespaces
+from langgraph.store.sqlalchemy._scan import COLUMNS, Found, candidates, many_under, readable
+from langgraph.store.sqlalchemy._shapes import Native, SearchPlan
+from langgraph.store.sqlalchemy.tables import items, vectors
+from langgraph.store.sqlalchemy.vectors import IndexSpec
+from sqlalchemy import Connection, and_, bindparam, select
+
+__all__ = ["MAX_ROWS", "build_index", "enable", "nearest", "probe"]
+
+log = logging.getLogger("langgraph.store.sqlalchemy")
+
+#: Most vector rows one search reads (pgvector's ``hnsw.max_scan_tuples`` is 20,000):
+#: past it, the search returns what it found.
+MAX_ROWS = 20_000
+
+
+def probe(conn: Connection, qb: QueryBuilder, spec: IndexSpec) -> Native | None:
+    """The store's :class:`Native` state here, or None (no native column: exact search,
+    scored by the store)."""
+    vi = qb.vector_index()
+    if vi is None or not vi.enabled(conn, vectors):
+        return None
+    name = None
+    if spec.ann.kind == "hnsw":
+        name = vi.index_name(spec.dims, spec.distance, spec.ann)
+        if not vi.has_index(conn, vectors, name):
+            name = None
+    return Native(name, spec.dims, spec.distance, len(spec.fields), spec.ann)
+
+
+def enable(conn: Connection, qb: QueryBuilder) -> bool:
+    """Add (where the server can) the native vector column and fill it: setup()'s part
+    after the migrations, for a server that gained the capability since."""
+    vi = qb.vector_index()
+    return vi is not None and vi.enable(conn, vectors)
+
+
+def build_index(conn: Connection, qb: QueryBuilder, spec: IndexSpec) -> str | None:
+    """Create the ANN index of ``spec`` (in autocommit: built concurrently) where the
+    column is there and the config asks for one; its name, or None."""
+    vi = qb.vector_index()
+    if vi is None or spec.ann.kind != "hnsw" or not vi.enabled(conn, vectors):
+        return None
+    try:
+        return vi.create_index(conn, vectors, spec.dims, spec.distance, spec.ann)
+    except ValueError as e:  # too many dimensions for the index
+        log.warning("no ANN index: %s", e)
+        return None
+
+
+def nearest(
+    conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, wanted: int
+) -> list[Found]:
+    """The ``wanted`` items closest to the query, best first, in the database.
+
+    Args:
+        conn: A connection in a read transaction.
+        qb: The dialect's query builder (its :meth:`~.QueryBuilder.vector_index`).
+        plan: The search, with its packed query and :class:`.Native` state.
+        now: The read's clock (expired items are not found).
+        wanted: ``offset + limit``.
+    """
+    vi, spec = qb.vector_index(), plan.native
+    assert vi is not None and spec is not None and plan.query_blob is not None
+    t = vi.with_column(vectors)
+    # Under a prefix of few items, scoring them all is exact and quicker than an index
+    # walk that drops the other namespaces' vectors.
+    indexed = spec.index is not None and not (plan.prefix and not many_under(conn, qb, plan.prefix))
+    distance, held = vi.distance(vectors, spec.dims, spec.distance, plan.query_blob, indexed)
+    joined = and_(t.c.namespace == items.c.namespace, t.c.key == items.c.key)
+    conditions = [held, *candidates(conn, qb, plan, now)]
+    prefix = namespaces.under(t.c.namespace, plan.prefix)
+    if prefix is not None:
+        conditions.append(prefix)
+    stmt = (
+        select(*COLUMNS, distance.label("distance"))
+        .select_from(t.join(items, joined))
+        .where(*conditions)
+        .order_by(distance)
+        .limit(bindparam("b_rows"))
+    )
+    if indexed:
+        vi.searching(conn, spec.ann, filtered=True)
+    rows_wanted = wanted * max(1, spec.fields) * 2 + 1
+    while True:
+        rows = conn.execute(stmt, {"b_rows": rows_wanted}).all()
+        best: dict[tuple[str, str], tuple[float, Any]] = {}
+        for row in rows:
+            k = (str(row[0]), str(row[1]))
+            score = vi.score(spec.distance, row[-1])
+            if k not in best or score > best[k][0]:
+                best[k] = (score, row)
+        ranked = sorted(best.items(), key=lambda e: (-e[1][0], e[0]))
+        out: list[Found] = []
+        for _, (score, row) in ranked:
+            hit = readable(row, score)
+            if hit is not None and plan.filter.matches(hit[0].value):
+                out.append(hit)
+        if len(out) >= wanted or len(rows) < rows_wanted or rows_wanted >= MAX_ROWS:
+            return out[:wanted]
+        rows_wanted = min(MAX_ROWS, rows_wanted * 4)
