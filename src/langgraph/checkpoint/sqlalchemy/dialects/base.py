@@ -373,8 +373,9 @@ class QueryBuilder(ListingOrders, LeaseRows, ABC):
         transaction (``on``), or decide again (not ``on``). Default: nothing."""
 
     def vector_index(self) -> VectorIndex | None:
-        """The server's native vector column and ANN index (:class:`._ann.VectorIndex`,
-        the same object at every call), or None: the store scores vectors exactly.
+        """The server's native vector column and ANN index (a
+        :class:`~langgraph.checkpoint.sqlalchemy.dialects.VectorIndex`, the same object
+        at every call), or None: the store scores vectors exactly.
         Default: None."""
         return None
 

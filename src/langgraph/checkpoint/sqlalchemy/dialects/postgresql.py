@@ -168,8 +168,8 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     walk_from = 1000
 
     def vector_index(self) -> VectorIndex | None:
-        """pgvector (:class:`._pgvector.PgVector`): whether a server has it is checked
-        where it is used."""
+        """pgvector's column and HNSW index: whether a server has the extension is
+        checked where it is used."""
         found: PgVector | None = self.__dict__.get("_pgvector")
         if found is None:
             found = self.__dict__["_pgvector"] = PgVector()

@@ -1,0 +1,283 @@
+"""Vector search through pgvector's HNSW index, on the project's pgvector server.
+
+What the store promises where PostgreSQL has the ``vector`` extension: ``setup()`` gives
+the vectors table its native column and builds the index config's HNSW index; searches
+use it with the filter, the namespace prefix and the expiry in the same statement and
+agree with the exact scores; the index finds at least 95% of the exact top 10 on
+clustered data; a store made before the column gains it (filled) on upgrade; a copy from
+``PostgresStore`` reuses its pgvector vectors; an index an interrupted build left
+invalid is built again. Without the server these tests skip (fail under
+``LGSA_REQUIRE_CLUSTERS``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph.store.base import PutOp
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from langgraph.checkpoint.sqlalchemy import migrate
+from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy.vectors import pack, vector_scores
+
+from ..conftest import HashEmbeddings
+
+WORDS = [
+    "cat",
+    "dog",
+    "bird",
+    "fish",
+    "tree",
+    "rock",
+    "river",
+    "cloud",
+    "sun",
+    "moon",
+    "star",
+    "lake",
+    "hill",
+    "road",
+]
+
+
+def _text(i: int) -> str:
+    return " ".join(random.Random(i).choices(WORDS, k=4))
+
+
+@pytest.fixture
+def pg(pgvector_url: str) -> Iterator[str]:
+    """A fresh schema on the pgvector server's test database; the URL as given."""
+    engine = create_engine(pgvector_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    yield pgvector_url
+
+
+def _sql(url: str, stmt: str, **params: Any) -> list[Any]:
+    engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            result = conn.execute(text(stmt), params)
+            return list(result.all()) if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def _fill(store: SQLAlchemyStore, n: int) -> None:
+    ops = [
+        PutOp(("docs", f"u{i % 7}"), f"k{i}", {"text": _text(i), "n": i, "kind": f"k{i % 3}"})
+        for i in range(n)
+    ]
+    for start in range(0, n, 500):
+        store.batch(ops[start : start + 500])
+
+
+def _search(store: SQLAlchemyStore, prefix: tuple[str, ...], **kwargs: Any) -> list[Any]:
+    return store.search(prefix, query="cat river", limit=8, **kwargs)
+
+
+@pytest.mark.parametrize("distance", ["cosine", "l2", "inner_product"])
+def test_search_uses_the_hnsw_index_and_scores_as_the_exact_search(pg: str, distance: str) -> None:
+    embed = HashEmbeddings(16)
+    index: Any = {"dims": 16, "embed": embed, "fields": ["text"], "distance_type": distance}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        assert store.ann == "hnsw"
+        _fill(store, 400)
+        query = "river moon sun star"
+        found = store.search(("docs",), query=query, limit=10)
+    defs = _sql(pg, "SELECT indexdef FROM pg_indexes WHERE tablename = 'lgsa_store_vectors'")
+    ops = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "inner_product": "vector_ip_ops"}
+    assert any("USING hnsw" in d[0] and ops[distance] in d[0] for d in defs), defs
+    # the exact scores of every item, computed apart
+    q = HashEmbeddings(16)._one(query)
+    blobs = {f"k{i}": pack(HashEmbeddings(16)._one(_text(i)), 16) for i in range(400)}
+    exact = dict(zip(blobs, vector_scores(q, list(blobs.values()), distance), strict=True))  # type: ignore[arg-type]
+    best = sorted(exact.values(), reverse=True)
+    assert len(found) == 10
+    for item in found:
+        assert item.score == pytest.approx(exact[item.key], abs=1e-4)
+    assert found[0].score == pytest.approx(best[0], abs=1e-4)
+    scores = [item.score for item in found]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+def test_filters_prefix_and_paging_apply_in_the_same_statement(pg: str) -> None:
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    flat: Any = {**index, "ann_index_config": {"kind": "flat"}}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        _fill(store, 600)
+        cases: list[dict[str, Any]] = [
+            {"prefix": ("docs",)},
+            {"prefix": ("docs", "u3")},
+            {"prefix": ("docs",), "filter": {"kind": "k1"}},
+            {"prefix": ("docs",), "filter": {"n": {"$gte": 300, "$lt": 450}}},
+            {"prefix": ("docs", "u2"), "filter": {"n": {"$ne": 9}}, "offset": 3},
+        ]
+        ann = [_search(store, **c) for c in cases]
+    with SQLAlchemyStore.from_conn_string(pg, index=flat) as exact_store:
+        assert exact_store.ann is None
+        exact = [_search(exact_store, **c) for c in cases]
+    for case, got, want in zip(cases, ann, exact, strict=True):
+        flt = case.get("filter")
+        for item in got:
+            assert item.namespace[: len(case["prefix"])] == case["prefix"]
+            if flt and "kind" in flt:
+                assert item.value["kind"] == flt["kind"]
+            if flt and "n" in flt and "$gte" in flt["n"]:
+                assert 300 <= item.value["n"] < 450
+        # HNSW is approximate: the same scores, in the same order, as the exact scan
+        # (ties may swap keys); 600 items are few enough to find all of them.
+        assert [round(i.score or 0, 4) for i in got] == [round(i.score or 0, 4) for i in want]
+
+
+def test_recall_at_10_against_exact_on_10000_clustered_vectors(pg: str) -> None:
+    dims, n = 32, 10_000
+    rng = random.Random(7)
+    centres = [[rng.gauss(0, 1) for _ in range(dims)] for _ in range(50)]
+    table: dict[str, list[float]] = {}
+
+    def vector(text_: str) -> list[float]:
+        if text_ not in table:
+            r = random.Random(text_)
+            c = centres[r.randrange(50)]
+            table[text_] = [v + 0.35 * r.gauss(0, 1) for v in c]
+        return table[text_]
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [vector(t) for t in texts]
+
+    index: Any = {"dims": dims, "embed": embed, "fields": ["t"]}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        ops = [PutOp(("m", f"u{i % 100}"), f"k{i}", {"t": f"text {i}"}) for i in range(n)]
+        for start in range(0, n, 1000):
+            store.batch(ops[start : start + 1000])
+        blobs = [pack(vector(f"text {i}"), dims) for i in range(n)]
+        hits = 0
+        queries = [f"query {j}" for j in range(30)]
+        for query in queries:
+            scores = vector_scores(vector(query), blobs)
+            want = {f"k{i}" for i in sorted(range(n), key=lambda i: -scores[i])[:10]}
+            found = store.search(("m",), query=query, limit=10)
+            hits += len(want & {item.key for item in found})
+            assert found[0].key in want
+    recall = hits / (10 * len(queries))
+    assert recall >= 0.95, recall
+
+
+def test_upgrade_adds_and_fills_the_vector_column_of_an_existing_store(pg: str) -> None:
+    engine = create_engine(pg, poolclass=NullPool)
+    with engine.begin() as conn:
+        migrate.upgrade(conn, "0010_thread_index")
+    embed = HashEmbeddings(16)
+    with engine.begin() as conn:  # a store of the revision before: packed embeddings only
+        for i in range(1500):
+            conn.execute(
+                text(
+                    "INSERT INTO lgsa_store_items VALUES "
+                    "(:ns, :k, CAST(:v AS JSONB), 1, 1, NULL, NULL)"
+                ),
+                {"ns": "docs\x01u", "k": f"k{i}", "v": f'{{"text": "{_text(i)}"}}'},
+            )
+            conn.execute(
+                text("INSERT INTO lgsa_store_vectors VALUES (:ns, :k, 'text', :e)"),
+                {"ns": "docs\x01u", "k": f"k{i}", "e": pack(embed._one(_text(i)), 16)},
+            )
+    engine.dispose()
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        assert store.ann == "hnsw"
+        found = store.search(("docs",), query=_text(1234), limit=3)
+    assert found[0].score == pytest.approx(1.0, abs=1e-5)
+    assert _sql(pg, "SELECT count(*), count(vec) FROM lgsa_store_vectors")[0] == (1500, 1500)
+    # the downgrade drops the column (and its indexes); the upgrade adds it again
+    engine = create_engine(pg, poolclass=NullPool)
+    with engine.begin() as conn:
+        migrate.downgrade(conn, "0010_thread_index")
+    cols = _sql(
+        pg,
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_name = 'lgsa_store_vectors'",
+    )
+    assert "vec" not in {c[0] for c in cols}
+    with engine.begin() as conn:
+        migrate.upgrade(conn)
+    engine.dispose()
+    assert _sql(pg, "SELECT count(vec) FROM lgsa_store_vectors")[0][0] == 1500
+
+
+def test_setup_fills_rows_written_without_the_column_and_rebuilds_an_invalid_index(
+    pg: str,
+) -> None:
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        _fill(store, 50)
+        name = _sql(pg, "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")[0][0]
+        # what a process older than the column writes, and what a killed concurrent
+        # build leaves: an index marked invalid
+        _sql(pg, "UPDATE lgsa_store_vectors SET vec = NULL WHERE key IN ('k1', 'k2')")
+        _sql(
+            pg,
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = CAST(:n AS regclass)",
+            n=name,
+        )
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as again:
+        assert again.ann is None or again.ann == "hnsw"
+        again.setup()
+        assert again.ann == "hnsw"
+    assert _sql(pg, "SELECT count(*) FROM lgsa_store_vectors WHERE vec IS NULL")[0][0] == 0
+    valid = _sql(
+        pg, "SELECT indisvalid FROM pg_index WHERE indexrelid = CAST(:n AS regclass)", n=name
+    )
+    assert valid == [(True,)]
+
+
+async def test_async_search_uses_the_same_index(pg: str) -> None:
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    async with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        await store.asetup()
+        assert store.ann == "hnsw"
+        await store.abatch([PutOp(("docs",), f"k{i}", {"text": _text(i)}) for i in range(100)])
+        found = await store.asearch(("docs",), query=_text(42), limit=3)
+    assert found[0].key == "k42" or found[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_copy_from_postgres_store_reuses_its_pgvector_vectors(pg: str) -> None:
+    from langgraph.store.postgres import PostgresStore
+
+    from langgraph.store.sqlalchemy.official import open_store_source
+    from langgraph.store.sqlalchemy.transfer import copy_store
+
+    embed = HashEmbeddings(16)
+    ours: Any = {"dims": 16, "embed": embed, "fields": ["text"]}
+    store = SQLAlchemyStore.from_conn_string(pg, index=ours)
+    store.setup()  # the extension, in public
+    _sql(pg, "CREATE SCHEMA official")
+    conninfo = make_url(pg).set(drivername="postgresql").render_as_string(False)
+    theirs: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    path = "?options=-csearch_path%3Dofficial,public"
+    with PostgresStore.from_conn_string(conninfo + path, index=theirs) as official:
+        official.setup()
+        for i in range(60):
+            official.put(("docs", f"u{i % 3}"), f"k{i}", {"text": _text(i)})
+    with store:
+        with open_store_source(pg, kind="postgres", schema="official") as source:
+            report = copy_store(source, store)
+        assert report.copied == 60 and report.vectors_reused == 60
+        assert embed.calls == []  # nothing embedded again: pgvector's vectors reused
+        found = store.search(("docs",), query=_text(5), limit=1)
+        assert embed.calls == [_text(5)]  # the query only
+    assert found[0].score == pytest.approx(1.0, abs=1e-5)
+    assert _sql(pg, "SELECT count(vec) FROM public.lgsa_store_vectors")[0][0] == 60
