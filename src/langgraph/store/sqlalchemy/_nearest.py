@@ -88,7 +88,9 @@ def nearest(
     # Under a prefix of few items, scoring them all is exact and quicker than an index
     # walk that drops the other namespaces' vectors.
     indexed = spec.index is not None and not (plan.prefix and not many_under(conn, qb, plan.prefix))
-    distance, held = vi.distance(vectors, spec.dims, spec.distance, plan.query_blob, indexed)
+    distance, held = vi.distance(
+        vectors, spec.dims, spec.distance, plan.query_blob, indexed, spec.ann.vector_type
+    )
     joined = and_(t.c.namespace == items.c.namespace, t.c.key == items.c.key)
     conditions = [held, *candidates(conn, qb, plan, now)]
     prefix = namespaces.under(t.c.namespace, plan.prefix)

@@ -131,9 +131,9 @@ _ANN_KEYS = {"kind", "vector_type", "m", "ef_construction", "ef_search"}
 
 def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
     """An index config's ``ann_index_config`` checked: ``kind`` ``"hnsw"`` (the default,
-    as ``PostgresStore``'s) or ``"flat"`` (no index), ``vector_type`` ``"vector"``, and
-    HNSW's ``m``, ``ef_construction`` and ``ef_search`` (positive integers; pgvector's
-    defaults 16, 64 and 40).
+    as ``PostgresStore``'s) or ``"flat"`` (no index), ``vector_type`` ``"vector"`` or
+    ``"halfvec"``, and HNSW's ``m``, ``ef_construction`` and ``ef_search`` (positive
+    integers; pgvector's defaults 16, 64 and 40).
 
     Raises:
         ValueError: Another kind (``"ivfflat"`` is not supported: use ``"hnsw"``),
@@ -153,9 +153,11 @@ def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
     kind = config.get("kind", "hnsw")
     if kind not in ("hnsw", "flat"):
         raise ValueError(f"ann_index_config kind must be 'hnsw' or 'flat' (no index), not {kind!r}")
-    if config.get("vector_type", "vector") != "vector":
+    vector_type = config.get("vector_type", "vector")
+    if vector_type not in ("vector", "halfvec"):
         raise ValueError(
-            f"ann_index_config vector_type must be 'vector', not {config['vector_type']!r}"
+            "ann_index_config vector_type must be 'vector' or 'halfvec', not "
+            f"{vector_type!r} (pgvector's 'bit' and 'sparsevec' are not supported)"
         )
     numbers = {}
     for name in ("m", "ef_construction", "ef_search"):
@@ -167,7 +169,7 @@ def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
                 f"ann_index_config {name} must be an integer from 1 to 10000, not {value!r}"
             )
         numbers[name] = value
-    return AnnParams(kind=str(kind), **numbers)
+    return AnnParams(kind=str(kind), vector_type=str(vector_type), **numbers)
 
 
 class IndexSpec:

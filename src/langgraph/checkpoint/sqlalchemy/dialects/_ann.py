@@ -26,12 +26,16 @@ class AnnParams:
 
     Attributes:
         kind: ``"hnsw"`` (an HNSW index) or ``"flat"`` (no index: every vector scored).
+        vector_type: The indexed vectors' type: ``"vector"`` (float32) or ``"halfvec"``
+            (float16: half the index size, up to 4,000 dimensions, slightly less precise
+            distances; the stored embeddings stay float32).
         m: HNSW's connections a node per layer (pgvector's default 16).
         ef_construction: HNSW's candidate list while building (pgvector's default 64).
         ef_search: HNSW's candidate list while searching (pgvector's default 40).
     """
 
     kind: str = "hnsw"
+    vector_type: str = "vector"
     m: int = 16
     ef_construction: int = 64
     ef_search: int = 40
@@ -87,13 +91,20 @@ class VectorIndex:
         raise NotImplementedError
 
     def distance(
-        self, table: Table, dims: int, distance: str, query: bytes, indexed: bool = True
+        self,
+        table: Table,
+        dims: int,
+        distance: str,
+        query: bytes,
+        indexed: bool = True,
+        vector_type: str = "vector",
     ) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
         """``(distance expression, condition)``: the distance of each row's native
         vector to ``query`` (packed float32; lower is closer), in the order the index
         serves when ``indexed`` (else an expression the index cannot serve: every row
         the other conditions select is scored, exactly), and the condition that selects
-        the rows of ``dims`` values."""
+        the rows of ``dims`` values. ``vector_type`` is the index's
+        (:attr:`AnnParams.vector_type`)."""
         raise NotImplementedError
 
     def score(self, distance: str, value: float | None) -> float:

@@ -44,23 +44,28 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import UserDefinedType
 
-__all__ = ["FILL_BATCH", "HNSW_MAX_DIMS", "UNFILLED", "PgVector", "VectorType"]
+__all__ = [
+    "FILL_BATCH",
+    "HNSW_MAX_DIMS",
+    "HNSW_MAX_HALF_DIMS",
+    "UNFILLED",
+    "PgVector",
+    "VectorType",
+]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
 #: pgvector's largest ``vector`` an HNSW index takes; larger ones are scored without it.
 HNSW_MAX_DIMS = 2000
+#: The same for ``halfvec`` (float16).
+HNSW_MAX_HALF_DIMS = 4000
 #: Rows filled a statement when the column is added to a table that has vectors.
 FILL_BATCH = 1000
 #: The partial index of the rows whose native column is not filled yet.
 UNFILLED = "ix_lgsa_store_vectors_unfilled"
 
 _OPERATORS = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
-_OPCLASSES = {
-    "cosine": "vector_cosine_ops",
-    "l2": "vector_l2_ops",
-    "inner_product": "vector_ip_ops",
-}
+_OPCLASSES = {"cosine": "cosine_ops", "l2": "l2_ops", "inner_product": "ip_ops"}
 _SHORT = {"cosine": "cos", "l2": "l2", "inner_product": "ip"}
 
 
@@ -74,15 +79,16 @@ def _text_of(blob: bytes) -> str:
 
 
 class _SizedVector(UserDefinedType[Any]):
-    """``vector`` or ``vector(dims)`` as a cast's target."""
+    """``vector``, ``vector(dims)`` or ``halfvec(dims)`` as a cast's target."""
 
     cache_ok = True
 
-    def __init__(self, dims: int | None = None) -> None:
+    def __init__(self, dims: int | None = None, kind: str = "vector") -> None:
         self.dims = dims
+        self.kind = "halfvec" if kind == "halfvec" else "vector"
 
     def get_col_spec(self, **kw: Any) -> str:
-        return "vector" if self.dims is None else f"vector({int(self.dims)})"
+        return self.kind if self.dims is None else f"{self.kind}({int(self.dims)})"
 
 
 class VectorType(UserDefinedType[bytes]):
@@ -232,8 +238,9 @@ class PgVector(VectorIndex):
         return found
 
     def index_name(self, dims: int, distance: str, params: AnnParams) -> str:
+        half = "h" if params.vector_type == "halfvec" else ""
         return (
-            f"ix_lgsa_store_vec_{_SHORT[distance]}_{int(dims)}"
+            f"ix_lgsa_store_vec_{_SHORT[distance]}{half}_{int(dims)}"
             f"_m{int(params.m)}_ef{int(params.ef_construction)}"
         )
 
@@ -254,10 +261,13 @@ class PgVector(VectorIndex):
         self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
     ) -> str:
         """Build the HNSW index (``CREATE INDEX CONCURRENTLY``: ``connection`` must be in
-        autocommit mode). Dimensions over :data:`HNSW_MAX_DIMS` raise ValueError."""
-        if dims > HNSW_MAX_DIMS:
+        autocommit mode). Dimensions over :data:`HNSW_MAX_DIMS` (``halfvec``:
+        :data:`HNSW_MAX_HALF_DIMS`) raise ValueError."""
+        kind = params.vector_type
+        most = HNSW_MAX_HALF_DIMS if kind == "halfvec" else HNSW_MAX_DIMS
+        if dims > most:
             raise ValueError(
-                f"pgvector's HNSW index takes vectors of at most {HNSW_MAX_DIMS} dimensions, "
+                f"pgvector's HNSW index takes {kind}s of at most {most} dimensions, "
                 f"not {dims}: vector search scores every vector (in the database)"
             )
         name = self.index_name(dims, distance, params)
@@ -267,9 +277,9 @@ class PgVector(VectorIndex):
         t = self.with_column(table)
         index = Index(
             name,
-            cast(t.c.vec, _SizedVector(dims)).label("vec"),
+            cast(t.c.vec, _SizedVector(dims, kind)).label("vec"),
             postgresql_using="hnsw",
-            postgresql_ops={"vec": _OPCLASSES[distance]},
+            postgresql_ops={"vec": f"{kind}_{_OPCLASSES[distance]}"},
             postgresql_with={"m": int(params.m), "ef_construction": int(params.ef_construction)},
             postgresql_where=func.vector_dims(t.c.vec) == literal_column(str(int(dims))),
             postgresql_concurrently=True,
@@ -289,10 +299,16 @@ class PgVector(VectorIndex):
         return name
 
     def distance(
-        self, table: Table, dims: int, distance: str, query: bytes, indexed: bool = True
+        self,
+        table: Table,
+        dims: int,
+        distance: str,
+        query: bytes,
+        indexed: bool = True,
+        vector_type: str = "vector",
     ) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
         t = self.with_column(table)
-        sized = _SizedVector(dims)
+        sized = _SizedVector(dims, vector_type)
         # Not indexed: the column as it is, which the index's expression does not match,
         # so the planner scores the rows its other conditions select.
         vec = cast(t.c.vec, sized) if indexed else t.c.vec
