@@ -289,3 +289,33 @@ def test_copy_from_postgres_store_reuses_its_pgvector_vectors(pg: str) -> None:
         assert embed.calls == [_text(5)]  # the query only
     assert found[0].score == pytest.approx(1.0, abs=1e-5)
     assert _sql(pg, "SELECT count(vec) FROM public.lgsa_store_vectors")[0][0] == 60
+
+
+def test_a_lone_search_is_one_statement_that_sets_the_index_options_itself(pg: str) -> None:
+    """No transaction and no other round trip: the HNSW options are set inside the
+    search statement, for it alone, and do not stay on the pooled connection."""
+    from sqlalchemy import event
+
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    index["ann_index_config"] = {"ef_search": 77}
+    engine = create_engine(pg)
+    with SQLAlchemyStore(engine, index=index) as store:
+        store.setup()
+        _fill(store, 1200)  # over the prefix's exact-scan bound
+        store.search(("docs",), query="cat", limit=5)  # probes the prefix once
+        seen: list[tuple[str, Any, Any]] = []
+
+        def statement(conn: Any, cursor: Any, stmt: str, params: Any, *rest: Any) -> None:
+            seen.append((stmt, params, conn.get_execution_options().get("isolation_level")))
+
+        event.listen(engine, "before_cursor_execute", statement)
+        found = store.search(("docs",), query="river moon", limit=5)
+        assert len(found) == 5
+        assert len(seen) == 1, seen
+        sql, params, isolation = seen[0]
+        assert "set_config" in sql and "77" in sql
+        assert "hnsw.ef_search" in params.values()
+        assert isolation == "AUTOCOMMIT"  # no BEGIN, no ROLLBACK
+        with engine.connect() as conn:
+            assert conn.execute(text("SHOW hnsw.ef_search")).scalar() == "40"
+    engine.dispose()

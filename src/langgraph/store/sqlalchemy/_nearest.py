@@ -17,17 +17,18 @@ index takes) the same statement scores every candidate vector in the database: e
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._scan import COLUMNS, Found, candidates, many_under, readable
-from langgraph.store.sqlalchemy._shapes import Native, SearchPlan
+from langgraph.store.sqlalchemy._scan import COLUMNS, Found, many_under, readable
+from langgraph.store.sqlalchemy._shapes import Native, SearchPlan, alive
 from langgraph.store.sqlalchemy.tables import items, vectors
 from langgraph.store.sqlalchemy.vectors import IndexSpec
-from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy import Connection, Select, bindparam, select, true
 
-__all__ = ["MAX_ROWS", "build_index", "enable", "nearest", "probe"]
+__all__ = ["FEW_FOR", "MAX_ROWS", "build_index", "enable", "nearest", "probe"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
@@ -70,13 +71,76 @@ def build_index(conn: Connection, qb: QueryBuilder, spec: IndexSpec) -> str | No
         return None
 
 
+def _statement(
+    qb: QueryBuilder, spec: Native, indexed: bool, prefix: bool, filtered: list[Any]
+) -> Select[Any]:
+    """The search statement: bound parameters ``b_query`` (:attr:`.VectorIndex.QUERY`),
+    ``b_now``, ``b_low``/``b_high`` (the prefix's range, when ``prefix``) and ``b_rows``;
+    ``filtered`` are the filter's SQL conditions (their values bound in them)."""
+    vi = qb.vector_index()
+    assert vi is not None
+    t = vi.with_column(vectors)
+    distance, held = vi.distance(vectors, spec.dims, spec.distance, indexed, spec.ann.vector_type)
+    # The vectors drive, in the index's order; each one's item is looked up by its
+    # primary key (a LATERAL subquery with LIMIT 1, which the planner keeps as such):
+    # so the LIMIT stops the index scan, whatever the planner's estimates (a hash join
+    # would read every vector of the prefix first).
+    item = (
+        select(*COLUMNS)
+        .where(
+            items.c.namespace == t.c.namespace,
+            items.c.key == t.c.key,
+            alive(bindparam("b_now")),
+            *filtered,
+        )
+        .limit(1)
+        .lateral("lgsa_item")
+    )
+    conditions = [held]
+    if prefix:
+        conditions += [t.c.namespace >= bindparam("b_low"), t.c.namespace < bindparam("b_high")]
+    inner = (
+        select(*item.c, distance.label("distance"))
+        .select_from(t.join(item, true()))
+        .where(*conditions)
+        .order_by(distance)
+        .limit(bindparam("b_rows"))
+    )
+    return vi.searched(inner, spec.ann, bindparam("b_rows")) if indexed else inner
+
+
+#: Search statements without filter conditions, built once: ``(dialect's vector index,
+#: state, indexed, prefix) -> statement`` (a few a store).
+_STATEMENTS: dict[tuple[int, Native, bool, bool], Select[Any]] = {}
+
+
+def _many_under(conn: Connection, qb: QueryBuilder, spec: Native, prefix: str) -> bool:
+    """:func:`.many_under`, remembered in ``spec``: a prefix found to hold many items
+    for good (namespaces seldom shrink, and the index answers them right all the same),
+    one found to hold few for :data:`FEW_FOR` seconds (it may grow)."""
+    now = time.monotonic()
+    known = spec.under.get(prefix)
+    if known is not None and (known[0] or now - known[1] < FEW_FOR):
+        return known[0]
+    many = many_under(conn, qb, prefix)
+    if len(spec.under) >= 4096:
+        spec.under.clear()
+    spec.under[prefix] = (many, now)
+    return many
+
+
+#: Seconds a prefix found to hold few items is believed to (:func:`_many_under`).
+FEW_FOR = 10.0
+
+
 def nearest(
     conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, wanted: int
 ) -> list[Found]:
     """The ``wanted`` items closest to the query, best first, in the database.
 
     Args:
-        conn: A connection in a read transaction.
+        conn: A connection: in a read transaction, or in autocommit for a lone search
+            (every statement stands alone: the index's options are set within it).
         qb: The dialect's query builder (its :meth:`~.QueryBuilder.vector_index`).
         plan: The search, with its packed query and :class:`.Native` state.
         now: The read's clock (expired items are not found).
@@ -84,30 +148,29 @@ def nearest(
     """
     vi, spec = qb.vector_index(), plan.native
     assert vi is not None and spec is not None and plan.query_blob is not None
-    t = vi.with_column(vectors)
     # Under a prefix of few items, scoring them all is exact and quicker than an index
     # walk that drops the other namespaces' vectors.
-    indexed = spec.index is not None and not (plan.prefix and not many_under(conn, qb, plan.prefix))
-    distance, held = vi.distance(
-        vectors, spec.dims, spec.distance, plan.query_blob, indexed, spec.ann.vector_type
+    indexed = spec.index is not None and not (
+        plan.prefix and not _many_under(conn, qb, spec, plan.prefix)
     )
-    joined = and_(t.c.namespace == items.c.namespace, t.c.key == items.c.key)
-    conditions = [held, *candidates(conn, qb, plan, now)]
-    prefix = namespaces.under(t.c.namespace, plan.prefix)
-    if prefix is not None:
-        conditions.append(prefix)
-    stmt = (
-        select(*COLUMNS, distance.label("distance"))
-        .select_from(t.join(items, joined))
-        .where(*conditions)
-        .order_by(distance)
-        .limit(bindparam("b_rows"))
-    )
-    if indexed:
-        vi.searching(conn, spec.ann, filtered=True)
+    filtered = plan.filter.conditions(qb, items.c.value, conn.dialect)
+    if filtered:
+        stmt = _statement(qb, spec, indexed, bool(plan.prefix), filtered)
+    else:
+        key = (id(vi), spec, indexed, bool(plan.prefix))
+        found = _STATEMENTS.get(key)
+        if found is None:
+            if len(_STATEMENTS) >= 256:
+                _STATEMENTS.clear()
+            found = _STATEMENTS[key] = _statement(qb, spec, indexed, bool(plan.prefix), [])
+        stmt = found
+    params: dict[str, Any] = {vi.QUERY: plan.query_blob, "b_now": now}
+    if plan.prefix:
+        params["b_low"], params["b_high"] = namespaces.bounds(plan.prefix)
     rows_wanted = wanted * max(1, spec.fields) * 2 + 1
     while True:
-        rows = conn.execute(stmt, {"b_rows": rows_wanted}).all()
+        params["b_rows"] = rows_wanted
+        rows = conn.execute(stmt, params).all()
         best: dict[tuple[str, str], tuple[float, Any]] = {}
         for row in rows:
             k = (str(row[0]), str(row[1]))

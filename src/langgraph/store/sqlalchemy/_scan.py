@@ -165,6 +165,7 @@ def vector_search(
     else:
         out = _ranked_in_pages(conn, qb, plan, now, wanted)
     scored = len(out)  # every scored match when fewer than ``wanted``
+    seen = {(found[0].namespace, found[0].key) for found in out}
     out = out[plan.offset :]
     if len(out) < plan.limit:
         # The items without vectors follow the scored ones, newest first; ``offset``
@@ -175,7 +176,11 @@ def vector_search(
             .where(*candidates(conn, qb, plan, now), not_(exists().where(_JOINED)))
             .order_by(*NEWEST)
         )
-        out.extend(matching(conn, qb, stmt3, plan, skip + plan.limit - len(out))[skip:])
+        more = matching(conn, qb, stmt3, plan, skip + plan.limit - len(out) + len(seen))
+        # Outside a transaction (a lone search by the database), an item whose vectors
+        # a concurrent put removed since the first statement must not come twice.
+        more = [found for found in more if (found[0].namespace, found[0].key) not in seen]
+        out.extend(more[skip : skip + plan.limit - len(out)])
     return out
 
 

@@ -88,6 +88,9 @@ class Native:
         distance: Its distance.
         fields: How many field paths it embeds (estimates the vector rows an item has).
         ann: Its ANN settings.
+        under: Whether a prefix holds many items, and when that was read
+            (``{prefix text: (many, time.monotonic())}``), for the search's choice
+            between the index and an exact scan of the prefix.
     """
 
     index: str | None
@@ -95,6 +98,9 @@ class Native:
     distance: Distance
     fields: int
     ann: AnnParams
+    under: dict[str, tuple[bool, float]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,17 @@ class Batch:
     def one_get(self) -> bool:
         """Whether the batch is one ``get`` (one statement: no transaction needed)."""
         return not self.puts and len(self.reads) == 1 and isinstance(self.reads[0][1], GetPlan)
+
+    @property
+    def one_native_search(self) -> bool:
+        """Whether the batch is one vector search by the database's native column
+        (its statements each stand alone: no transaction needed)."""
+        if self.puts or len(self.reads) != 1:
+            return False
+        plan = self.reads[0][1]
+        return (
+            isinstance(plan, SearchPlan) and plan.native is not None and plan.query_blob is not None
+        )
 
 
 @dataclass(frozen=True)

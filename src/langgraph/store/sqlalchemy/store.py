@@ -369,7 +369,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if batch.puts:
             one = not batch.reads and _items.one_statement(self._qb, batch.puts)
             return Access.WRITE_ONE if one else Access.WRITE
-        return Access.READ_ONE if batch.one_get else Access.READ
+        return Access.READ_ONE if batch.one_get or batch.one_native_search else Access.READ
 
     def _now(self) -> float:
         return seconds(self._clock())

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Select, Table
 from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = ["AnnParams", "VectorIndex"]
@@ -90,28 +90,37 @@ class VectorIndex:
         name."""
         raise NotImplementedError
 
+    #: The bound parameter of the query vector in :meth:`distance` (packed float32 bytes).
+    QUERY = "b_query"
+
     def distance(
         self,
         table: Table,
         dims: int,
         distance: str,
-        query: bytes,
         indexed: bool = True,
         vector_type: str = "vector",
     ) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
         """``(distance expression, condition)``: the distance of each row's native
-        vector to ``query`` (packed float32; lower is closer), in the order the index
-        serves when ``indexed`` (else an expression the index cannot serve: every row
-        the other conditions select is scored, exactly), and the condition that selects
-        the rows of ``dims`` values. ``vector_type`` is the index's
-        (:attr:`AnnParams.vector_type`)."""
+        vector to the query (the bound parameter :attr:`QUERY`, packed float32 bytes;
+        lower is closer), in the order the index serves when ``indexed`` (else an
+        expression the index cannot serve: every row the other conditions select is
+        scored, exactly), and the condition that selects the rows of ``dims`` values.
+        ``vector_type`` is the index's (:attr:`AnnParams.vector_type`)."""
         raise NotImplementedError
 
     def score(self, distance: str, value: float | None) -> float:
         """The store's score (higher is closer) of a :meth:`distance` value."""
         raise NotImplementedError
 
-    def searching(self, connection: Connection, params: AnnParams, filtered: bool) -> None:
-        """Set the search's options for the rest of the transaction (``filtered``: other
-        conditions drop rows the index returns)."""
+    def searched(
+        self, inner: Select[Any], params: AnnParams, rows: ColumnElement[Any]
+    ) -> Select[Any]:
+        """``inner`` (a select ordered by :meth:`distance`, ``LIMIT rows``: a bound
+        parameter) as one
+        statement that applies the index's search options first (``params``'
+        ``ef_search``; with conditions that drop rows, the scan goes on until ``rows``
+        are found where the index can), for that statement only: no other round trip,
+        no transaction needed, nothing left on the connection. Its columns are
+        ``inner``'s."""
         raise NotImplementedError

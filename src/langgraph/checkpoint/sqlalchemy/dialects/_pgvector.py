@@ -29,7 +29,9 @@ from sqlalchemy import (
     Float,
     Index,
     MetaData,
+    Select,
     Table,
+    Text,
     and_,
     bindparam,
     cast,
@@ -37,6 +39,7 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
+    true,
     tuple_,
     update,
 )
@@ -148,6 +151,7 @@ class PgVector(VectorIndex):
         return tuple(int(p) for p in str(version).split(".") if p.isdigit())
 
     def enabled(self, connection: Connection, table: Table) -> bool:
+        self._version = self._installed(connection) or ()  # for searched()
         found = connection.execute(
             text(
                 "SELECT 1 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
@@ -303,7 +307,6 @@ class PgVector(VectorIndex):
         table: Table,
         dims: int,
         distance: str,
-        query: bytes,
         indexed: bool = True,
         vector_type: str = "vector",
     ) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
@@ -312,7 +315,7 @@ class PgVector(VectorIndex):
         # Not indexed: the column as it is, which the index's expression does not match,
         # so the planner scores the rows its other conditions select.
         vec = cast(t.c.vec, sized) if indexed else t.c.vec
-        q = cast(bindparam(None, query, type_=VectorType()), sized)
+        q = cast(bindparam(self.QUERY, type_=VectorType()), sized)
         expr = vec.op(_OPERATORS[distance], return_type=Float())(q)
         where = func.vector_dims(t.c.vec) == literal_column(str(int(dims)))
         return expr, and_(where)
@@ -324,13 +327,27 @@ class PgVector(VectorIndex):
             return 1.0 - value
         return -value  # l2: minus the distance; inner product: <#> is its negative
 
-    def searching(self, connection: Connection, params: AnnParams, filtered: bool) -> None:
-        settings = [func.set_config("hnsw.ef_search", str(int(params.ef_search)), True)]
-        if self._version is None:
-            self._version = self._installed(connection) or ()
-        if self._version >= (0, 8):
-            # pgvector 0.8: with conditions that drop rows, the scan goes on past
-            # ef_search until the LIMIT is met (in about the distance order).
-            mode = "relaxed_order" if filtered else "off"
-            settings.append(func.set_config("hnsw.iterative_scan", mode, True))
-        connection.execute(select(*settings))
+    def searched(
+        self, inner: Select[Any], params: AnnParams, rows: ColumnElement[Any]
+    ) -> Select[Any]:
+        """``SELECT x.* FROM (SELECT set_config(...) AS ef, ...) AS s CROSS JOIN LATERAL
+        (inner AND s.ef IS NOT NULL ...) AS x``: the settings are a condition of the
+        inner query on the outer row, which PostgreSQL evaluates once (a one-time
+        filter) before the index scan starts, and ``set_config(..., true)`` lasts the
+        statement's transaction only (its own, in autocommit). pgvector 0.8's
+        ``hnsw.iterative_scan = relaxed_order`` goes on past ``ef_search`` until the
+        ``LIMIT`` is met (the rows come back in about the distance order; the store
+        sorts them); before 0.8, ``ef_search`` is raised to ``rows`` (at most 1,000,
+        pgvector's bound) so that an unfiltered scan returns them."""
+        ef: ColumnElement[Any] = literal_column(str(int(params.ef_search)))
+        settings = []
+        if self._version is not None and self._version >= (0, 8):
+            settings.append(
+                func.set_config("hnsw.iterative_scan", "relaxed_order", True).label("scan")
+            )
+        else:
+            ef = func.greatest(ef, func.least(rows, literal_column("1000")))
+        settings.append(func.set_config("hnsw.ef_search", cast(ef, Text), True).label("ef"))
+        s = select(*settings).subquery("lgsa_settings")
+        gated = inner.where(*(c.is_not(None) for c in s.c)).lateral("lgsa_found")
+        return select(*gated.c).select_from(s.join(gated, true()))
