@@ -26,7 +26,7 @@ from langgraph.store.sqlalchemy._scan import COLUMNS, Found, many_under, readabl
 from langgraph.store.sqlalchemy._shapes import Native, SearchPlan, alive
 from langgraph.store.sqlalchemy.tables import items, vectors
 from langgraph.store.sqlalchemy.vectors import IndexSpec
-from sqlalchemy import Connection, Select, bindparam, select, true
+from sqlalchemy import Connection, Select, and_, bindparam, select, true
 
 __all__ = ["FEW_FOR", "MAX_ROWS", "build_index", "enable", "nearest", "probe"]
 
@@ -84,24 +84,37 @@ def _statement(
     # The vectors drive, in the index's order; each one's item is looked up by its
     # primary key (a LATERAL subquery with LIMIT 1, which the planner keeps as such):
     # so the LIMIT stops the index scan, whatever the planner's estimates (a hash join
-    # would read every vector of the prefix first).
-    item = (
-        select(*COLUMNS)
-        .where(
-            items.c.namespace == t.c.namespace,
-            items.c.key == t.c.key,
-            alive(bindparam("b_now")),
-            *filtered,
+    # would read every vector of the prefix first). With the index, the prefix is a
+    # condition of that lookup, not of the vectors: the driver prepares a statement run
+    # often, and PostgreSQL's generic plan, blind to the bounds' values, takes a
+    # range of the primary key for selective and sorts it (every vector of a large
+    # prefix, 30 ms at 10,000) rather than walk the index.
+    now = alive(bindparam("b_now"))
+    if indexed:
+        bounded = []
+        if prefix:
+            bounded = [items.c.namespace >= bindparam("b_low")]
+            bounded.append(items.c.namespace < bindparam("b_high"))
+        item = (
+            select(*COLUMNS)
+            .where(items.c.namespace == t.c.namespace, items.c.key == t.c.key, now)
+            .where(*filtered, *bounded)
+            .limit(1)
+            .lateral("lgsa_item")
         )
-        .limit(1)
-        .lateral("lgsa_item")
-    )
-    conditions = [held]
-    if prefix:
-        conditions += [t.c.namespace >= bindparam("b_low"), t.c.namespace < bindparam("b_high")]
+        source = t.join(item, true())
+        columns: list[Any] = [*item.c]
+        conditions = [held]
+    else:  # every vector of a (small) prefix scored: the planner joins as it likes
+        source = t.join(items, and_(t.c.namespace == items.c.namespace, t.c.key == items.c.key))
+        columns = [*COLUMNS]
+        conditions = [held, now, *filtered]
+        if prefix:
+            conditions.append(t.c.namespace >= bindparam("b_low"))
+            conditions.append(t.c.namespace < bindparam("b_high"))
     inner = (
-        select(*item.c, distance.label("distance"))
-        .select_from(t.join(item, true()))
+        select(*columns, distance.label("distance"))
+        .select_from(source)
         .where(*conditions)
         .order_by(distance)
         .limit(bindparam("b_rows"))
