@@ -319,3 +319,33 @@ def test_a_lone_search_is_one_statement_that_sets_the_index_options_itself(pg: s
         with engine.connect() as conn:
             assert conn.execute(text("SHOW hnsw.ef_search")).scalar() == "40"
     engine.dispose()
+
+
+def test_the_generic_plan_of_a_prefix_search_walks_the_index(pg: str) -> None:
+    """psycopg prepares a statement run five times, and PostgreSQL then plans it once
+    for any bounds: that plan must still walk the HNSW index under a large prefix, not
+    sort the prefix's every vector."""
+    import re
+
+    from langgraph.checkpoint.sqlalchemy.dialects import query_builder
+    from langgraph.store.sqlalchemy import _nearest
+    from langgraph.store.sqlalchemy._shapes import Native
+
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        _fill(store, 3000)
+        store.search(("docs",), query="cat", limit=5)
+        native = store._native  # type: ignore[attr-defined]
+    assert isinstance(native, Native) and native.index is not None
+    _sql(pg, "ANALYZE lgsa_store_vectors")  # as autovacuum soon would
+    _sql(pg, "ANALYZE lgsa_store_items")
+    engine = create_engine(pg, poolclass=NullPool)
+    stmt = _nearest._statement(query_builder("postgresql"), native, True, True, [])
+    sql = str(stmt.compile(dialect=engine.dialect))
+    names: dict[str, int] = {}
+    sql = re.sub(r"%\((\w+)\)s", lambda m: f"${names.setdefault(m[1], len(names) + 1)}", sql)
+    plan = "\n".join(row[0] for row in _sql(pg, "EXPLAIN (GENERIC_PLAN) " + sql))
+    engine.dispose()
+    assert f"Index Scan using {native.index}" in plan, plan
+    assert "Sort" not in plan, plan
