@@ -180,7 +180,8 @@ def nearest(
     params: dict[str, Any] = {vi.QUERY: plan.query_blob, "b_now": now}
     if plan.prefix:
         params["b_low"], params["b_high"] = namespaces.bounds(plan.prefix)
-    rows_wanted = wanted * max(1, spec.fields) * 2 + 1
+    # An item has a row a field it embeds; a filter the SQL only narrows drops some.
+    rows_wanted = wanted * max(1, spec.fields) * (1 if plan.filter.exact else 2)
     while True:
         params["b_rows"] = rows_wanted
         rows = conn.execute(stmt, params).all()
@@ -196,6 +197,8 @@ def nearest(
             hit = readable(row, score)
             if hit is not None and plan.filter.matches(hit[0].value):
                 out.append(hit)
+                if len(out) == wanted:
+                    break
         if len(out) >= wanted or len(rows) < rows_wanted or rows_wanted >= MAX_ROWS:
             return out[:wanted]
         rows_wanted = min(MAX_ROWS, rows_wanted * 4)
