@@ -38,6 +38,8 @@ __all__ = [
     "PLACES",
     "QUICK_CALLS",
     "QUICK_SIZES",
+    "SMOKE_CALLS",
+    "SMOKE_SIZES",
     "Calls",
     "StoreScale",
     "sizes_for",
@@ -48,6 +50,8 @@ FULL_SIZES = (10_000, 100_000, 1_000_000)
 #: half an hour a store on 2 CPUs (the HNSW index is kept up at every insert).
 DEFAULT_MAX = 100_000
 QUICK_SIZES = (1_000, 5_000)
+#: The smoke mode of the tests (tests/meta/test_benchmarks_store_scale.py).
+SMOKE_SIZES = (200, 400)
 PLACES = ("sqlite", "postgres", "mariadb", "pgvector")
 
 #: ``(op, label)`` in table order.
@@ -98,6 +102,21 @@ QUICK_CALLS = Calls(
     vector_ann=5,
     budget=1.0,
     rounds=2,
+)
+
+SMOKE_CALLS = Calls(
+    put=3,
+    put_batch=1,
+    get=3,
+    search_range_ns=3,
+    search_range=3,
+    list_namespaces=3,
+    vector_exact=3,
+    vector_ann=3,
+    warm=1,
+    budget=0.2,
+    rounds=2,
+    exact_recall_queries=2,
 )
 
 
