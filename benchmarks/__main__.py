@@ -8,6 +8,11 @@ operation timed at each size, side by side (:mod:`.scale`).
 ``SQLAlchemyStore`` beside ``SqliteStore`` and ``PostgresStore`` (:mod:`.store`); the plain
 run ends with them (``--no-store`` skips them).
 
+``python -m benchmarks --store --scale [--quick] [--scale-max N]``: the memory store at
+growing sizes (10k and 100k memories; ``--scale-max 1000000`` adds 1M), every store
+operation timed at each size beside ``SqliteStore`` and ``PostgresStore``, recall@10 of
+the HNSW searches (:mod:`.storescale`; JSON ``benchmarks/results/store_scale.json``).
+
 ``python -m benchmarks --instructions [...]``: CPU instructions per hot-path call, ours and
 the official saver's, under ``valgrind --tool=callgrind`` (:mod:`.instructions`; its own
 options follow the flag).
@@ -82,10 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         "--scale",
         action="store_true",
         help="the scale run: stores of 10k, 100k and 1M checkpoints (MariaDB to 300k; "
-        "--quick: 2k, 20k), each operation timed at each size",
+        "--quick: 2k, 20k), each operation timed at each size; with --store: the memory "
+        "store at 10k and 100k memories (--scale-max 1000000 adds 1M; --quick: 1k, 5k), "
+        "JSON benchmarks/results/store_scale.json",
     )
     parser.add_argument(
-        "--scale-max", type=int, metavar="N", help="with --scale: stop at N checkpoints"
+        "--scale-max",
+        type=int,
+        metavar="N",
+        help="with --scale: stop at N checkpoints (with --store: memories, default 100000)",
     )
     parser.add_argument(
         "--store",
@@ -97,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         "--no-store", action="store_true", help="the plain run without its store workloads"
     )
     args = parser.parse_args(argv)
+    args.dialects_given = any(a.split("=", 1)[0] == "--dialects" for a in argv)
+    if args.store and args.scale:
+        from . import storescalereport
+
+        if args.render:
+            return storescalereport.render(args.render, DOC, markdown=args.markdown)
+        return storescalereport.run_store_scale(args, DOC, ROOT)
     if args.store:
         return run_store(args)
     if args.scale:
