@@ -33,7 +33,9 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import sys
+import textwrap
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -44,6 +46,14 @@ from .report import build_rows, environment, markdown_section, old_section, prin
 from .runner import FULL, QUICK, Bench, Sizes, log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: The help's description: the module docstring without its reST markup.
+DESCRIPTION = "\n\n".join(
+    textwrap.fill(" ".join(part.split()), 78)
+    for part in re.sub(r":mod:`\.?(\w+)`", r"benchmarks/\1.py", __doc__ or "")
+    .replace("``", "")
+    .split("\n\n")
+)
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
@@ -61,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         from . import charts
 
         return charts.main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, small sizes")
     parser.add_argument(
         "--out",
