@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import SQLiteJsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
@@ -93,7 +94,7 @@ def check_file(path: str) -> str:
 ESTIMATE_SAMPLE = 1000
 
 
-class SQLiteQueryBuilder(QueryBuilder):
+class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
     """The query builder of SQLite (``pysqlite`` and ``aiosqlite``)."""
 
     family = "sqlite"
