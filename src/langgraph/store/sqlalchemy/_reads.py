@@ -215,10 +215,13 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
         return []
     if plan.query is not None:
         return vector_search(conn, qb, plan, now, None if plan.native is None else nearest)
+    # A filter on an indexed field: the namespace is checked in each entry (as in a
+    # walk), so that the planner may pick the field's index over the prefix's range.
+    indexed = plan.filter.uses_index(qb.indexed_fields)
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
         walk = bool(plan.prefix) and _walk(conn, qb, plan)
-        cached, params = _page_statement(conn, qb, plan, walk)
+        cached, params = _page_statement(conn, qb, plan, walk or indexed)
         if cached is not None:
             params.update(b_now=now, b_low=low, b_high=high)
             params.update(b_limit=plan.limit, b_offset=plan.offset)
@@ -234,7 +237,8 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
         walk = _walk(conn, qb, plan)
         if walk:
             qb.walking(conn, True)
-    stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk)).order_by(*NEWEST)
+    stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk or indexed))
+    stmt = stmt.order_by(*NEWEST)
     if plan.filter.exact:
         rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
         return [f for f in (readable(row) for row in rows) if f is not None]

@@ -221,11 +221,19 @@ class SQLiteJsonFilters(JsonFilters):
     ) -> list[Any]:
         p = self._path(path)
         atom, kind = func.json_extract(column, p), func.json_type(column, p)
+        up = op in ("$gt", "$gte")
+        indexed = len(path) == 1 and path[0] in self.indexed_fields
         if isinstance(bound, str):
             # json_extract's text has no collation: BINARY, UTF-8 bytes, code point order.
-            return [and_(_op(atom, op, bind(bound, Text)), kind == "text")]
-        # INTEGER and REAL compare exactly in SQLite.
-        return [and_(_op(atom, op, bind(bound, None)), kind.in_(("integer", "real")))]
+            cond = [_op(atom, op, bind(bound, Text)), kind == "text"]
+            # SQLite orders numbers < text < blobs: the other end of an indexed range.
+            other = atom < literal_column("x''") if up else atom >= literal_column("''")
+        else:
+            # INTEGER and REAL compare exactly in SQLite.
+            cond = [_op(atom, op, bind(bound, None)), kind.in_(("integer", "real"))]
+            other = atom < literal_column("''") if up else atom >= literal_column("-9e999")
+        # Two-sided, an indexed range is estimated as narrow as a namespace's range.
+        return [and_(*cond, other) if indexed else and_(*cond)]
 
     def create_field_indexes(self, connection: Connection, table: Table, field: str) -> None:
         """``json_extract(value, '$."field"')``: numbers and strings in one index (SQLite
@@ -352,7 +360,12 @@ class MySQLJsonFilters(JsonFilters):
     def json_scalar_equals(
         self, column: Any, path: tuple[str, ...], value: Any, bind: Any, dialect: Any = None
     ) -> Any:
-        return self._equals(column, path, json.dumps(value), bind, dialect)
+        equal = self._equals(column, path, json.dumps(value), bind, dialect)
+        if isinstance(value, str) or not (len(path) == 1 and path[0] in self.indexed_fields):
+            return equal
+        # Rounding to a double keeps equal numbers equal: a superset the index serves.
+        generated: Any = literal_column(_column_name(path[0]), Double())
+        return and_(generated == bind(float(value), Double()), equal)
 
     def json_value_equals(
         self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
