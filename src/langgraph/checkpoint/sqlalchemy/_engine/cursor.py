@@ -18,8 +18,9 @@ dropped connection invalidated, by the connection's own handler), and instrument
 when a ``before_cursor_execute``/``after_cursor_execute`` listener is registered (an
 OpenTelemetry or statement-counting hook) or SQL logging is on (``echo``, the
 ``sqlalchemy.engine`` logger at INFO), statements go through ``Connection.execute``
-so that every listener and the log see them. A construct that needs SQLAlchemy's execution-time
-rendering (an expanding ``IN``, a ``literal_execute`` value) also goes through ``Connection.execute``.
+so that every listener and the log see them. A construct that needs SQLAlchemy's
+execution-time rendering (an expanding ``IN``, a ``literal_execute`` value) also goes
+through ``Connection.execute``.
 """
 
 from __future__ import annotations
