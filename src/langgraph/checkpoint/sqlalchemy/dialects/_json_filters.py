@@ -36,12 +36,14 @@ from sqlalchemy import (
     case,
     cast,
     collate,
+    exists,
     false,
     func,
     inspect,
     literal,
     literal_column,
     or_,
+    select,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex
@@ -57,6 +59,8 @@ __all__ = [
     "addressable",
     "check_indexed_field",
     "field_index_name",
+    "json_kind",
+    "tree_within",
 ]
 
 #: What sits at a path: a JSON type (``true`` and ``false`` apart) or nothing.
@@ -203,14 +207,12 @@ class SQLiteJsonFilters(JsonFilters):
     def json_value_equals(
         self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
     ) -> Any:
-        from langgraph.checkpoint.sqlalchemy.dialects.sqlite import _tree_within
-
         p = self._path(path)
         doc = bind(text, Text)
         member = func.json_extract(column, p)
         same = and_(
-            _tree_within(func.json_tree(member), func.json_tree(doc)),
-            _tree_within(func.json_tree(doc), func.json_tree(member)),
+            tree_within(func.json_tree(member), func.json_tree(doc)),
+            tree_within(func.json_tree(doc), func.json_tree(member)),
         )
         # json_extract returns a string's text, not JSON: only containers reach json_tree.
         kind = func.json_type(column, p)
@@ -424,6 +426,28 @@ class MySQLJsonFilters(JsonFilters):
             connection.exec_driver_sql(
                 f"CREATE INDEX {preparer.quote(index)} ON {quoted_table} ({preparer.quote(name)})"
             )
+
+
+def json_kind(json_type: Any) -> ColumnElement[Any]:
+    """SQLite's ``json_type`` with ``integer`` and ``real`` read as one kind, ``number``."""
+    return case((json_type.in_(("integer", "real")), "number"), else_=json_type)
+
+
+def tree_within(left: Any, right: Any) -> ColumnElement[bool]:
+    """Every node of json_tree ``left`` has a twin (same path, kind and atom) in
+    json_tree ``right``."""
+    a = left.table_valued("fullkey", "type", "atom").alias()
+    b = right.table_valued("fullkey", "type", "atom").alias()
+    twin = (
+        select(literal(1))
+        .select_from(b)
+        .where(
+            b.c.fullkey == a.c.fullkey,
+            json_kind(b.c.type) == json_kind(a.c.type),
+            b.c.atom.is_not_distinct_from(a.c.atom),
+        )
+    )
+    return ~exists(select(literal(1)).select_from(a).where(~exists(twin)))
 
 
 def _create(connection: Connection, index: Index) -> None:
