@@ -246,9 +246,9 @@ def _skeleton(value: Any) -> Any:
         return ("{", tuple((k, _skeleton(v)) for k, v in value.items()))
     if isinstance(value, list):
         return "[d" if _has_dict(value) else "["
-    if value is None or isinstance(value, bool):
-        return repr(value)
-    return type(value).__name__ if isinstance(value, str) else "n"
+    if value is None:
+        return "None"
+    return "b" if isinstance(value, bool) else "s" if isinstance(value, str) else "n"
 
 
 def _bound_skeleton(op: str, bound: Any) -> Any:
@@ -286,7 +286,7 @@ class _SQL:
             # comparisons an expression index serves go beside it (unguarded: an indexed
             # document is valid JSON, or its index entry could not have been made).
             scalar = _scalar_equality(value)
-            if scalar is not _MISSING and not isinstance(scalar, bool):
+            if scalar is not _MISSING:
                 extra.append(
                     qb.json_scalar_equals(self.column, path, scalar, self.bind, self.dialect)
                 )
@@ -318,8 +318,6 @@ class _SQL:
             return qb.json_value_equals(column, path, json.dumps(wanted), self.bind, self.dialect)
         if wanted is None:
             return self._kinds(path, {"null", "missing"})
-        if isinstance(wanted, bool):
-            return self._kinds(path, {"true" if wanted else "false"})
         return qb.json_scalar_equals(column, path, wanted, self.bind, self.dialect)
 
     def _equal(self, path: tuple[str, ...], bound: Any) -> Any:
@@ -327,8 +325,6 @@ class _SQL:
         as JSON (:func:`json_equal`)."""
         if bound is None:
             return self._kinds(path, {"null", "missing"})
-        if isinstance(bound, bool):
-            return self._kinds(path, {"true" if bound else "false"})
         if isinstance(bound, (dict, list)):
             return self.qb.json_value_equals(
                 self.column, path, json.dumps(bound), self.bind, self.dialect

@@ -131,8 +131,8 @@ class JsonFilters:
     def json_scalar_equals(
         self, column: Any, path: tuple[str, ...], value: Any, bind: Any, dialect: Any = None
     ) -> Any:
-        """Condition: a string or a number (not a bool) at ``path`` equals ``value``
-        as JSON (``1`` equals ``1.0``); ``dialect``: the connection's (a ``mysql://``
+        """Condition: a string, a number or a bool at ``path`` equals ``value`` as JSON
+        (``1`` equals ``1.0``, ``True`` only ``true``); ``dialect``: the connection's (a ``mysql://``
         URL may reach MariaDB)."""
         raise NotImplementedError
 
@@ -200,6 +200,8 @@ class SQLiteJsonFilters(JsonFilters):
     ) -> Any:
         p = self._path(path)
         atom, kind = func.json_extract(column, p), func.json_type(column, p)
+        if isinstance(value, bool):  # bound: one statement serves True and False
+            return kind == bind("true" if value else "false", Text)
         if isinstance(value, str):
             return and_(atom == bind(value, Text), kind == "text")
         return and_(atom == bind(value, None), kind.in_(("integer", "real")))
@@ -363,7 +365,9 @@ class MySQLJsonFilters(JsonFilters):
         self, column: Any, path: tuple[str, ...], value: Any, bind: Any, dialect: Any = None
     ) -> Any:
         equal = self._equals(column, path, json.dumps(value), bind, dialect)
-        if isinstance(value, str) or not (len(path) == 1 and path[0] in self.indexed_fields):
+        if isinstance(value, (str, bool)) or not (
+            len(path) == 1 and path[0] in self.indexed_fields
+        ):
             return equal
         # Rounding to a double keeps equal numbers equal: a superset the index serves.
         generated: Any = literal_column(_column_name(path[0]), Double())
