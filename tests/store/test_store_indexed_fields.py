@@ -13,6 +13,7 @@ from sqlalchemy import event
 
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import field_index_name
 from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy.config import indexed_fields_from_env
 
 N = 1500
 
@@ -96,3 +97,14 @@ def test_indexed_fields_do_not_change_what_a_search_finds(
 def test_a_field_name_that_is_not_an_identifier_is_refused(bad: Any) -> None:
     with pytest.raises(ValueError, match="indexed_fields"):
         SQLAlchemyStore.from_conn_string(":memory:", indexed_fields=[bad])
+
+
+def test_langgraph_store_config_names_indexed_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGGRAPH_STORE", '{"indexed_fields": ["score", "status"]}')
+    assert indexed_fields_from_env() == ["score", "status"]
+    monkeypatch.setenv("LANGGRAPH_STORE", '{"ttl": {"default_ttl": 5}}')
+    assert indexed_fields_from_env() is None
+    for bad in ('{"indexed_fields": "score"}', '{"indexed_fields": ["a.b"]}'):
+        monkeypatch.setenv("LANGGRAPH_STORE", bad)
+        with pytest.raises(ValueError, match="indexed_fields"):
+            indexed_fields_from_env()
