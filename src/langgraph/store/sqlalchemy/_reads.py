@@ -165,10 +165,17 @@ def _page_statement(
     the driver's cursor (:func:`~langgraph.checkpoint.sqlalchemy._engine.cursor.rows`); and
     the filter values' parameters.
     None past :data:`MAX_STATEMENTS`."""
-    key = (type(qb), qb.compile_key(conn.dialect), plan.filter.shape, bool(plan.prefix), walk)
+    key = (
+        type(qb),
+        qb.compile_key(conn.dialect),
+        qb.indexed_fields,
+        plan.filter.shape,
+        bool(plan.prefix),
+        walk,
+    )
     found = _STATEMENTS.get(key)
-    # The values as keys (-0.0 and 0.0 apart: their JSON texts differ).
-    values = (key, tuple(repr(v) if isinstance(v, float) else v for _, v in plan.filter.equalities))
+    # The values as keys (repr: 1, 1.0 and True apart, -0.0 and 0.0 apart).
+    values = (key, repr(plan.filter.items))
     known = _PARAMS.get(values)
     if found is not None and known is not None:
         return found, dict(known)
@@ -197,15 +204,24 @@ def _page_statement(
     return stmt, named.params
 
 
+def _walk(conn: Connection, qb: QueryBuilder, plan: SearchPlan) -> bool:
+    """Whether the search walks the ``updated_at`` index (:func:`._scan.many_under`):
+    not when the filter reads an indexed field, whose index the planner may pick."""
+    return not plan.filter.uses_index(qb.indexed_fields) and many_under(conn, qb, plan.prefix)
+
+
 def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
     if plan.limit <= 0:
         return []
     if plan.query is not None:
         return vector_search(conn, qb, plan, now, None if plan.native is None else nearest)
+    # A filter on an indexed field: the namespace is checked in each entry (as in a
+    # walk), so that the planner may pick the field's index over the prefix's range.
+    indexed = plan.filter.uses_index(qb.indexed_fields)
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
-        walk = bool(plan.prefix) and many_under(conn, qb, plan.prefix)
-        cached, params = _page_statement(conn, qb, plan, walk)
+        walk = bool(plan.prefix) and _walk(conn, qb, plan)
+        cached, params = _page_statement(conn, qb, plan, walk or indexed)
         if cached is not None:
             params.update(b_now=now, b_low=low, b_high=high)
             params.update(b_limit=plan.limit, b_offset=plan.offset)
@@ -218,10 +234,11 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
         # Every candidate may be read, a page at a time (:func:`_pages`): walking the
         # updated_at index from each page's last entry reads each once, where a scan of
         # the candidates (the prefix's range of the primary key) was sorted again a page.
-        walk = many_under(conn, qb, plan.prefix)
+        walk = _walk(conn, qb, plan)
         if walk:
             qb.walking(conn, True)
-    stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk)).order_by(*NEWEST)
+    stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk or indexed))
+    stmt = stmt.order_by(*NEWEST)
     if plan.filter.exact:
         rows = conn.execute(stmt.limit(plan.limit).offset(plan.offset)).all()
         return [f for f in (readable(row) for row in rows) if f is not None]

@@ -1,5 +1,5 @@
-"""A store's ``index`` and ``ttl`` configs read from JSON, strictly: the LangGraph
-server's ``LANGGRAPH_STORE`` environment variable (the ``store`` section of
+"""A store's ``index``, ``ttl`` and ``indexed_fields`` configs read from JSON, strictly:
+the LangGraph server's ``LANGGRAPH_STORE`` environment variable (the ``store`` section of
 ``langgraph.json``) and the command line's ``store copy --index``.
 
 A value of the wrong type is an error that names it, before anything is opened; keys
@@ -23,11 +23,13 @@ from typing import Any, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig
 
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import check_indexed_field
 from langgraph.store.sqlalchemy.vectors import DISTANCES, ann_params, field_paths
 
 __all__ = [
     "STORE_ENV",
     "index_config",
+    "indexed_fields_from_env",
     "store_config_from_env",
     "ttl_config",
 ]
@@ -195,3 +197,27 @@ def store_config_from_env() -> tuple[IndexConfig | None, TTLConfig | None]:
     ttl = ttl_config(data.get("ttl"), f"{STORE_ENV}['ttl']")
     # Only now, with the whole config checked, may an embedding file be imported.
     return _index_resolved(index, where), ttl
+
+
+def indexed_fields_from_env() -> list[str] | None:
+    """The ``indexed_fields`` of ``$LANGGRAPH_STORE`` (a list of top-level field names
+    whose expression indexes the store's setup creates), or None.
+
+    Raises:
+        ValueError: Not a JSON object, or ``indexed_fields`` not a list of identifiers.
+    """
+    text = os.environ.get(STORE_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{STORE_ENV} is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{STORE_ENV} must be a JSON object, not {data!r}")
+    fields = data.get("indexed_fields")
+    if fields is None:
+        return None
+    if not isinstance(fields, list):
+        raise ValueError(f"{STORE_ENV}['indexed_fields'] must be a list, not {fields!r}")
+    return [check_indexed_field(f) for f in fields]

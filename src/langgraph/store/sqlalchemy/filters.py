@@ -33,10 +33,15 @@ longer than :data:`MAX_FILTER_BYTES` characters.
 
 :func:`compile_filter` checks a filter before any statement runs and returns the
 predicate (:meth:`Filter.matches`, the definition above) and the SQL conditions that
-narrow the rows in the database (:meth:`.QueryBuilder.metadata_equals` for scalar
-equalities: an exact JSON comparison on every dialect, with bound parameters only). The
-predicate decides; when every key was narrowed exactly (:attr:`Filter.exact`) the database
-also pages the results.
+select the matches in the database (:meth:`Filter.conditions`): every operator, nested
+key, ``None`` and list written with the dialect's JSON reads and type tests (the
+``json_*`` methods of :class:`.QueryBuilder`), with bound parameters only. Where SQL
+cannot decide exactly, the conditions select a superset and the predicate decides:
+a key SQLite's JSON paths cannot name (non-printable or non-ASCII, ``"``, ``\\``), a
+list holding a dict (a dict in a list matches partly), and an order bound of magnitude
+2**53 or more (the databases round such numbers differently). When every key is exact
+(:attr:`Filter.exact`) the database also pages the results; else the candidates are
+read a page at a time and checked.
 """
 
 from __future__ import annotations
@@ -54,8 +59,9 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
     json_string,
 )
 from langgraph.checkpoint.sqlalchemy.dialects import Binder, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import EXACT_NUMBERS, addressable
 from langgraph.checkpoint.sqlalchemy.errors import StoreRequestError
-from sqlalchemy import ColumnElement, literal
+from sqlalchemy import ColumnElement, and_, false, func, literal, not_, true
 from sqlalchemy.engine import Dialect
 
 __all__ = [
@@ -152,33 +158,194 @@ class Filter:
 
     Attributes:
         items: The filter, each value made canonical JSON.
-        equalities: ``(key, scalar)`` pairs the database checks (:meth:`conditions`).
-        exact: Whether those select exactly the matches (the database may then apply
-            ``limit``/``offset``).
+        exact: Whether :meth:`conditions` select exactly the matches on every dialect
+            (the database may then apply ``limit``/``offset``); else they select a
+            superset and :meth:`matches` decides.
+        shape: What the SQL of :meth:`conditions` depends on besides the values' binds
+            (keys, operators, kinds of values).
     """
 
     items: tuple[tuple[str, Any], ...]
-    equalities: tuple[tuple[str, Any], ...]
     exact: bool
+    shape: tuple[Any, ...] = ()
 
     def conditions(
         self, qb: QueryBuilder, column: Any, dialect: Dialect, bind: Binder = literal
     ) -> list[ColumnElement[bool]]:
         """SQL conditions every match satisfies, for the connection's ``dialect`` (a
-        ``mysql://`` URL may reach MariaDB, which compares JSON otherwise): JSON
-        equality of each scalar key (:meth:`.QueryBuilder.metadata_equals`), bound
-        parameters only, those of the values made by ``bind`` (in order, key by key)."""
-        return [qb.metadata_equals(column, k, v, dialect, bind) for k, v in self.equalities]
+        ``mysql://`` URL may reach MariaDB, which compares JSON otherwise): every
+        operator, nested key and list the dialect's JSON functions can decide
+        (:class:`.QueryBuilder`), bound parameters only, those of the values made by
+        ``bind`` (in the same order for every filter of the same :attr:`shape`)."""
+        out: list[ColumnElement[bool]] = []
+        for key, value in self.items:
+            out.extend(_SQL(qb, column, dialect, bind).item(key, value))
+        return out
 
-    @property
-    def shape(self) -> tuple[tuple[str, str], ...]:
-        """What the SQL of :meth:`conditions` depends on besides the values' binds: the
-        keys and the types of their values."""
-        return tuple((k, type(v).__name__) for k, v in self.equalities)
+    def uses_index(self, indexed: frozenset[str]) -> bool:
+        """Whether a key of the filter is one of the ``indexed`` fields (its expression
+        index may serve the search better than a walk newest first)."""
+        return any(k in indexed for k, _ in self.items)
 
     def matches(self, value: Mapping[str, Any]) -> bool:
         """Whether an item's value matches the filter."""
         return all(_matches(value.get(k, _MISSING), v) for k, v in self.items)
+
+
+_ALL_KINDS = frozenset({"object", "array", "string", "number", "true", "false", "null", "missing"})
+
+
+def _is_operators(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(k.startswith("$") for k in value)
+
+
+def _has_dict(value: Any) -> bool:
+    if isinstance(value, dict):
+        return True
+    return isinstance(value, list) and any(_has_dict(v) for v in value)
+
+
+def _small(bound: Any) -> bool:
+    """A finite number an order comparison decides exactly in SQL (see
+    :data:`..dialects._json_filters.EXACT_NUMBERS`)."""
+    return _is_number(bound) and not _open_bound(bound) and abs(bound) < EXACT_NUMBERS
+
+
+def _order_kind(op: str, bound: Any) -> tuple[str, bool]:
+    """How an order comparison compiles: ``("none", True)`` (matches nothing), ``("all",
+    True)`` (every number), ``("bools", True)``, ``("cmp", True)`` (a comparison in SQL),
+    ``("numbers", False)`` (any number: Python decides)."""
+    if isinstance(bound, bool):
+        return "bools", True
+    if isinstance(bound, str):
+        return "cmp", True
+    if _is_number(bound):
+        if isinstance(bound, float) and math.isinf(bound):
+            up = op in ("$lt", "$lte")
+            return ("all" if up == (bound > 0) else "none"), True
+        return ("cmp", True) if _small(bound) else ("numbers", False)
+    return "none", True  # None, a list or a dict: no order
+
+
+def _exact(value: Any, top: bool) -> bool:
+    """Whether the SQL of a filter value decides exactly (see :class:`_SQL`)."""
+    if _is_operators(value):
+        return all(op not in _ORDER or _order_kind(op, b)[1] for op, b in value.items())
+    if isinstance(value, dict):
+        return all(addressable(k) and _exact(v, False) for k, v in value.items())
+    if isinstance(value, list):
+        return not _has_dict(value)
+    return True
+
+
+def _skeleton(value: Any) -> Any:
+    """The part of a filter value its SQL depends on (:attr:`Filter.shape`)."""
+    if _is_operators(value):
+        return tuple((op, _bound_skeleton(op, b)) for op, b in value.items())
+    if isinstance(value, dict):
+        return ("{", tuple((k, _skeleton(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return "[d" if _has_dict(value) else "["
+    if value is None:
+        return "None"
+    return "b" if isinstance(value, bool) else "s" if isinstance(value, str) else "n"
+
+
+def _bound_skeleton(op: str, bound: Any) -> Any:
+    if op in _ORDER:
+        kind = _order_kind(op, bound)[0]
+        if kind == "cmp":
+            return kind, isinstance(bound, str)
+        return (kind, bound) if kind == "bools" else kind
+    return _skeleton(bound) if not isinstance(bound, dict) else "{="
+
+
+class _SQL:
+    """The conditions of one filter key: :func:`_matches` written with the dialect's
+    JSON reads (:class:`.QueryBuilder`'s ``json_*`` methods). Where SQL cannot decide
+    (a key a JSON path cannot name, a list holding dicts, a number bound beyond
+    ``EXACT_NUMBERS``), it narrows to a superset and :func:`_exact` says so."""
+
+    def __init__(self, qb: QueryBuilder, column: Any, dialect: Dialect, bind: Binder) -> None:
+        self.qb, self.column, self.dialect, self.bind = qb, column, dialect, bind
+
+    def item(self, key: str, value: Any) -> list[ColumnElement[bool]]:
+        if not addressable(key):
+            # SQLite's paths cannot name it: a scalar equality through json_each, else
+            # no narrowing (Python decides).
+            scalar = _scalar_equality(value)
+            if scalar is _MISSING:
+                return []
+            return [self.qb.metadata_equals(self.column, key, scalar, self.dialect, self.bind)]
+        qb, path = self.qb, (key,)
+        out = self._value(path, value)
+        guarded = qb.json_guard(self.column, out)
+        extra: list[Any] = []
+        if key in qb.indexed_fields and guarded is not out:
+            # The guard (SQLite's CASE) hides the comparison from the planner: the bare
+            # comparisons an expression index serves go beside it (unguarded: an indexed
+            # document is valid JSON, or its index entry could not have been made).
+            scalar = _scalar_equality(value)
+            if scalar is not _MISSING:
+                extra.append(
+                    qb.json_scalar_equals(self.column, path, scalar, self.bind, self.dialect)
+                )
+            for op, bound in value.items() if _is_operators(value) else ():
+                if op in _ORDER and _order_kind(op, bound)[0] == "cmp":
+                    extra.extend(qb.json_order(self.column, path, op, bound, self.bind))
+        return [*extra, guarded]
+
+    def _kinds(self, path: tuple[str, ...], kinds: set[str]) -> Any:
+        if not kinds:
+            return false()
+        if kinds >= _ALL_KINDS:
+            return true()
+        return self.qb.json_kind_in(self.column, path, frozenset(kinds))
+
+    def _value(self, path: tuple[str, ...], wanted: Any) -> Any:
+        qb, column = self.qb, self.column
+        if _is_operators(wanted):
+            return and_(true(), *(self._operator(path, op, b) for op, b in wanted.items()))
+        if isinstance(wanted, dict):
+            parts = [self._kinds(path, {"object"})]
+            for k, v in wanted.items():
+                if addressable(k):
+                    parts.append(self._value((*path, k), v))
+            return and_(*parts)
+        if isinstance(wanted, list):
+            if _has_dict(wanted):
+                return self._kinds(path, {"array"})
+            return qb.json_value_equals(column, path, json.dumps(wanted), self.bind, self.dialect)
+        if wanted is None:
+            return self._kinds(path, {"null", "missing"})
+        return qb.json_scalar_equals(column, path, wanted, self.bind, self.dialect)
+
+    def _equal(self, path: tuple[str, ...], bound: Any) -> Any:
+        """Whether the value at ``path`` (a missing one read as None) equals ``bound``
+        as JSON (:func:`json_equal`)."""
+        if bound is None:
+            return self._kinds(path, {"null", "missing"})
+        if isinstance(bound, (dict, list)):
+            return self.qb.json_value_equals(
+                self.column, path, json.dumps(bound), self.bind, self.dialect
+            )
+        return self.qb.json_scalar_equals(self.column, path, bound, self.bind, self.dialect)
+
+    def _operator(self, path: tuple[str, ...], op: str, bound: Any) -> Any:
+        if op == "$eq":
+            return self._equal(path, bound)
+        if op == "$ne":
+            return not_(func.coalesce(self._equal(path, bound), false()))
+        kind, _ = _order_kind(op, bound)
+        if kind == "none":
+            return false()
+        if kind in ("all", "numbers"):
+            return self._kinds(path, {"number"})
+        if kind == "bools":
+            return self._kinds(
+                path, {str(b).lower() for b in (False, True) if _ordered(b, op, bound)}
+            )
+        return and_(*self.qb.json_order(self.column, path, op, bound, self.bind))
 
 
 def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
@@ -200,7 +367,7 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
             keeps.
     """
     if spec is None:
-        return Filter((), (), True)
+        return Filter((), True)
     if not isinstance(spec, Mapping):
         raise TypeError(f"a search filter is a dict, not {type(spec).__name__}")
     if len(spec) > MAX_FILTER_KEYS:
@@ -210,7 +377,6 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
             "Filter on fewer keys and check the others in your code."
         )
     items: list[tuple[str, Any]] = []
-    equalities: list[tuple[str, Any]] = []
     exact = True
     size = 0
     for key, raw in spec.items():
@@ -234,12 +400,12 @@ def compile_filter(spec: Mapping[str, Any] | None) -> Filter:
             )
         _check_operators(key, value)
         items.append((key, value))
-        scalar = _scalar_equality(value)
-        if scalar is _MISSING:
-            exact = False
-            continue
-        equalities.append((key, scalar))
-    return Filter(tuple(items), tuple(equalities), exact)
+        if addressable(key):
+            exact = exact and _exact(value, True)
+        else:
+            exact = exact and _scalar_equality(value) is not _MISSING
+    shape = tuple((k, addressable(k), _skeleton(v)) for k, v in items)
+    return Filter(tuple(items), exact, shape)
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

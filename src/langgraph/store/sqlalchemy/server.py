@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 from langgraph.checkpoint.sqlalchemy._engine.defaults import setup_from_env
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls, url_from_env
 from langgraph.store.sqlalchemy import SQLAlchemyStore
-from langgraph.store.sqlalchemy.config import store_config_from_env
+from langgraph.store.sqlalchemy.config import indexed_fields_from_env, store_config_from_env
 
 __all__ = ["store"]
 
@@ -77,8 +77,11 @@ async def store() -> AsyncIterator[SQLAlchemyStore]:
         or os.environ.get("LANGGRAPH_CHECKPOINT_SCHEMA")
         or None
     )
+    indexed = indexed_fields_from_env()
     index, ttl = store_config_from_env()  # imports an ``embed`` file last, if any
-    async with SQLAlchemyStore.from_conn_string(url, schema=schema, index=index, ttl=ttl) as s:
+    async with SQLAlchemyStore.from_conn_string(
+        url, schema=schema, index=index, ttl=ttl, indexed_fields=indexed
+    ) as s:
         if setup:
             await s.asetup()
         sweeping = bool(ttl and ttl.get("sweep_interval_minutes"))

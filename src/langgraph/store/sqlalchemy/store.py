@@ -46,10 +46,12 @@ from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
     SchemaOutOfDateError,
-    StoreRequestError,
 )
 from langgraph.store.sqlalchemy import _items, _nearest, _reads, namespaces
 from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
+from langgraph.store.sqlalchemy._options import check_indexed_fields, create_field_indexes
+from langgraph.store.sqlalchemy._options import check_omit_expired as _check_omit_expired
+from langgraph.store.sqlalchemy._options import ttl_minutes as _ttl_minutes
 from langgraph.store.sqlalchemy._prepared import Prepared
 from langgraph.store.sqlalchemy._rounds import Rounds
 from langgraph.store.sqlalchemy._shapes import (
@@ -124,6 +126,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         clock: Returns the current time (aware ``datetime``); default UTC now. Expiry
             times are written and compared with it, so hosts sharing a database need
             synchronised clocks (NTP); tests pass a clock they move.
+        indexed_fields: Top-level value fields (identifiers) whose equality and range
+            filters an expression index serves; :meth:`setup` creates the indexes
+            (docs/store.md, "Filters in SQL"). Run it before searching: on MySQL/MariaDB
+            the searches read the index's generated column.
 
     Attributes:
         index_config: The ``index`` given, or None.
@@ -133,8 +139,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
     Raises:
         ValueError: Neither engine given, a bad ``index`` (``dims``, ``embed``,
-            ``fields``, ``distance_type``), ``ttl["omit_expired"]`` not a bool, or a bad
-            ``retry_timeout``.
+            ``fields``, ``distance_type``), ``ttl["omit_expired"]`` not a bool, a bad
+            ``retry_timeout`` or ``indexed_fields`` entry.
         TypeError: ``on_retry`` is neither callable nor None.
         StoreRequestError: A ``default_ttl`` out of range (a put's ``ttl`` out of range
             raises it at the put, before anything is written).
@@ -155,6 +161,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
+        indexed_fields: Sequence[str] | None = None,
     ) -> None:
         if not retry_timeout >= 0:
             raise ValueError(
@@ -168,7 +175,9 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         _ttl_minutes((ttl or {}).get("default_ttl"))  # refused here, not at the first put
         _check_omit_expired(ttl)
         self._clock = clock or _utc_now
+        indexed = check_indexed_fields(indexed_fields)
         wire(self, engine, async_engine, schema, retry_timeout, on_retry, retry_log)
+        self._qb.indexed_fields = indexed
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         self._asweeper: asyncio.Task[None] | None = None
@@ -197,6 +206,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         retry_timeout: float = 15.0,
         on_retry: Callable[[RetryEvent], object] | None = None,
         clock: Callable[[], datetime] | None = None,
+        indexed_fields: Sequence[str] | None = None,
         **engine_kwargs: Any,
     ) -> Self:
         """Build a store, and its sync and async engines, from a URL or a SQLite path.
@@ -216,6 +226,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             retry_timeout: See :class:`SQLAlchemyStore`.
             on_retry: See :class:`SQLAlchemyStore`.
             clock: See :class:`SQLAlchemyStore`.
+            indexed_fields: See :class:`SQLAlchemyStore`.
             **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``.
 
         Returns:
@@ -229,11 +240,13 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if index:
             IndexSpec(index)  # refused before any engine is made
         _check_omit_expired(ttl)
+        check_indexed_fields(indexed_fields)
         check_on_retry(on_retry)
         urls = resolve_urls(conn_string)
         urls.require_async()
         options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
         options.update(retry_timeout=retry_timeout, on_retry=on_retry, clock=clock)
+        options["indexed_fields"] = indexed_fields
         return _shared.open_owner(cls, urls, options, engine_kwargs)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -264,9 +277,12 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         await asyncio.to_thread(self._setup_native)
 
     def _setup_native(self) -> None:
-        """With an index config, on a dialect with a native vector column: add it if the
+        """The indexed fields' expression indexes. With an index config, on a dialect
+        with a native vector column: add it if the
         server gained the capability since the migration, build the config's ANN index
         (concurrently: writes go on), and probe the state again."""
+        if self._qb.indexed_fields:
+            self._runner.run(Access.WRITE, create_field_indexes, (self._qb,))
         if self._index is None or self._qb.vector_index() is None:
             return
         self._runner.run(Access.WRITE, _nearest.enable, (self._qb,))
@@ -548,40 +564,6 @@ def _count(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
         raise ValueError(f"{name} must be an integer from 0 to {MAX_COUNT}, not {value!r}")
     return value
-
-
-def _ttl_minutes(ttl: object) -> float | None:
-    """A put's TTL in minutes: None or infinity (never expires), else a number from 0
-    (exclusive) to :data:`._items.MAX_TTL_MINUTES`.
-
-    Raises:
-        StoreRequestError: Any other TTL (NaN, 0 or less, above the maximum, not a number).
-    """
-    if ttl is None or ttl == float("inf"):
-        return None
-    if (
-        not isinstance(ttl, (int, float))
-        or isinstance(ttl, bool)
-        or not 0 < ttl <= _items.MAX_TTL_MINUTES
-    ):
-        raise StoreRequestError(
-            f"ttl must be a number of minutes above 0 and at most "
-            f"{_items.MAX_TTL_MINUTES:,} (about 7,600 years), None or math.inf (never "
-            f"expires), not {ttl!r}. Nothing was written."
-        )
-    return float(ttl)
-
-
-def _check_omit_expired(ttl: TTLConfig | None) -> None:
-    """Accept ``omit_expired`` as a bool: this store never reads an expired item, so both
-    values read alike (docs/store.md, "TTL and the sweeper").
-
-    Raises:
-        ValueError: Not a bool.
-    """
-    omit = (ttl or {}).get("omit_expired")
-    if omit is not None and not isinstance(omit, bool):
-        raise ValueError(f"ttl['omit_expired'] must be True or False, not {omit!r}")
 
 
 def _list_plan(op: ListNamespacesOp) -> ListPlan:

@@ -84,6 +84,9 @@ items = Table(
     # Searches newest first walk this index and stop at their page; the TTL sweep finds
     # expired items by the other.
     Index("ix_lgsa_store_items_updated_at", "updated_at", "namespace", "key"),
+    # One namespace newest first (a filtered search of it: an index range); migration
+    # 0012.
+    Index("ix_lgsa_store_items_namespace_updated", "namespace", "updated_at"),
     Index("ix_lgsa_store_items_expires_at", "expires_at"),
     # SQLite: rows in the primary key's B-tree (as InnoDB's are): listing namespaces
     # reads their range and the expiry beside it, without a lookup a row.

@@ -18,8 +18,9 @@ dropped connection invalidated, by the connection's own handler), and instrument
 when a ``before_cursor_execute``/``after_cursor_execute`` listener is registered (an
 OpenTelemetry or statement-counting hook) or SQL logging is on (``echo``, the
 ``sqlalchemy.engine`` logger at INFO), statements go through ``Connection.execute``
-so that every listener and the log see them. A construct that needs SQLAlchemy's execution-time
-rendering (an expanding ``IN``) also goes through ``Connection.execute``.
+so that every listener and the log see them. A construct that needs SQLAlchemy's
+execution-time rendering (an expanding ``IN``, a ``literal_execute`` value) also goes
+through ``Connection.execute``.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ class _Compiled:
         compiled: Any = construct.compile(dialect=dialect, **translate)
         self.sql: str = compiled.string
         by_name = {name: bind for bind, name in compiled.bind_names.items()}
-        # An expanding IN is rendered per execution by SQLAlchemy: not ours to run.
-        self.expanding = any(bind.expanding for bind in by_name.values())
+        # An expanding IN, or a value rendered inline (an indexed field's key, the
+        # expression of its index), is rendered per execution by SQLAlchemy: not ours.
+        self.expanding = any(bind.expanding or bind.literal_execute for bind in by_name.values())
         # The construct's own values (``LIMIT 1``); the caller gives the others.
         self.fixed: dict[str, Any] = {
             name: bind.effective_value for name, bind in by_name.items() if not bind.required

@@ -27,6 +27,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
 )
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
 from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import JsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
 from langgraph.checkpoint.sqlalchemy.dialects._orders import ListingOrders
 from langgraph.checkpoint.sqlalchemy.errors import ValueTooLargeError
@@ -62,7 +63,7 @@ WRITE_OPTION = "lgsa_write"
 NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 
 
-class QueryBuilder(ListingOrders, LeaseRows, ABC):
+class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
     """Builds the dialect-specific statements of the saver.
 
     One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import MySQLJsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import MigrationLockTimeout, ValueTooLargeError
 from langgraph.checkpoint.sqlalchemy.schema import (
@@ -81,7 +82,7 @@ _ESTIMATES = text(
 ).bindparams(bindparam("names", expanding=True))
 
 
-class MySQLQueryBuilder(QueryBuilder):
+class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
     """The query builder of MySQL (and of MariaDB reached through ``mysql://``)."""
 
     family = "mysql"

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import metadata_json_key
 from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import PostgreSQLJsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects._pgvector import PgVector
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
@@ -58,7 +59,7 @@ _ESTIMATES = text(
 ).bindparams(bindparam("schema", type_=Text), bindparam("names", expanding=True))
 
 
-class PostgreSQLQueryBuilder(QueryBuilder):
+class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
     """The query builder of PostgreSQL (psycopg 3, asyncpg, psycopg2, pg8000)."""
 
     family = "postgresql"

@@ -22,6 +22,11 @@ from typing import Any, ClassVar
 
 from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
+from langgraph.checkpoint.sqlalchemy.dialects._json_filters import (
+    SQLiteJsonFilters,
+    json_kind,
+    tree_within,
+)
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
@@ -93,7 +98,7 @@ def check_file(path: str) -> str:
 ESTIMATE_SAMPLE = 1000
 
 
-class SQLiteQueryBuilder(QueryBuilder):
+class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
     """The query builder of SQLite (``pysqlite`` and ``aiosqlite``)."""
 
     family = "sqlite"
@@ -264,14 +269,14 @@ class SQLiteQueryBuilder(QueryBuilder):
         member = func.json_each(column).table_valued("key", "value", "type", "atom").alias()
         if not isinstance(value, (Mapping, list, tuple)):
             same: ColumnElement[bool] = and_(
-                _json_kind(member.c.type) == _json_kind(func.json_type(doc)),
+                json_kind(member.c.type) == json_kind(func.json_type(doc)),
                 member.c.atom.is_not_distinct_from(func.json_extract(doc, "$")),
             )
         else:
             same = and_(
                 member.c.type == ("object" if isinstance(value, Mapping) else "array"),
-                _tree_within(func.json_tree(member.c.value), func.json_tree(doc)),
-                _tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
+                tree_within(func.json_tree(member.c.value), func.json_tree(doc)),
+                tree_within(func.json_tree(doc), func.json_tree(member.c.value)),
             )
         found = exists(select(literal(1)).select_from(member).where(member.c.key == key, same))
         return _if_valid_json(column, found)
@@ -425,27 +430,6 @@ def _scalar_at(column: Any, key: str, value: Any, bind: Binder) -> ColumnElement
     if isinstance(value, (int, float)):
         return and_(atom == bind(value, None), kind.in_(("integer", "real")))
     return and_(atom == bind(value, Text), kind == "text")
-
-
-def _json_kind(json_type: Any) -> ColumnElement[Any]:
-    return case((json_type.in_(("integer", "real")), "number"), else_=json_type)
-
-
-def _tree_within(left: Any, right: Any) -> ColumnElement[bool]:
-    """Every node of json_tree ``left`` has a twin (same path, kind and atom) in
-    json_tree ``right``."""
-    a = left.table_valued("fullkey", "type", "atom").alias()
-    b = right.table_valued("fullkey", "type", "atom").alias()
-    twin = (
-        select(literal(1))
-        .select_from(b)
-        .where(
-            b.c.fullkey == a.c.fullkey,
-            _json_kind(b.c.type) == _json_kind(a.c.type),
-            b.c.atom.is_not_distinct_from(a.c.atom),
-        )
-    )
-    return ~exists(select(literal(1)).select_from(a).where(~exists(twin)))
 
 
 class _SqliteLock:
