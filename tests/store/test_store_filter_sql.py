@@ -166,8 +166,9 @@ def test_every_operator_is_exact_for_ordinary_bounds() -> None:
     for op in OPS:
         for bound in (1, 2.5, "a", True, None):
             assert compile_filter({"f": {op: bound}}).exact, (op, bound)
-    assert compile_filter({"f": {"x": {"$gt": 1}}, "g": [1, "a"]}).exact
-    assert not compile_filter({"f": [{"x": 1}]}).exact  # a dict in a list matches partly
+    assert compile_filter({"f": {"x": {"$gt": 1}, "y": None}, "g": {"$ne": "a"}}).exact
+    assert not compile_filter({"f": [1, "a"]}).exact  # a list compared whole: Python
+    assert not compile_filter({"f": {"$eq": {"x": 1}}}).exact
     assert not compile_filter({"f": {"$gt": 2**60}}).exact  # beyond 2**53: Python decides
 
 

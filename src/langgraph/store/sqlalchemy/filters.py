@@ -34,11 +34,12 @@ longer than :data:`MAX_FILTER_BYTES` characters.
 :func:`compile_filter` checks a filter before any statement runs and returns the
 predicate (:meth:`Filter.matches`, the definition above) and the SQL conditions that
 select the matches in the database (:meth:`Filter.conditions`): every operator, nested
-key, ``None`` and list written with the dialect's JSON reads and type tests (the
+key and ``None`` written with the dialect's JSON reads and type tests (the
 ``json_*`` methods of :class:`.QueryBuilder`), with bound parameters only. Where SQL
 cannot decide exactly, the conditions select a superset and the predicate decides:
 a key SQLite's JSON paths cannot name (non-printable or non-ASCII, ``"``, ``\\``), a
-list holding a dict (a dict in a list matches partly), and an order bound of magnitude
+list or a dict compared whole (SQL checks its JSON type: SQLite's comparison of two
+JSON trees is quadratic, 20,000 elements took minutes), and an order bound of magnitude
 2**53 or more (the databases round such numbers differently). When every key is exact
 (:attr:`Filter.exact`) the database also pages the results; else the candidates are
 read a page at a time and checked.
@@ -199,12 +200,6 @@ def _is_operators(value: Any) -> bool:
     return isinstance(value, dict) and bool(value) and all(k.startswith("$") for k in value)
 
 
-def _has_dict(value: Any) -> bool:
-    if isinstance(value, dict):
-        return True
-    return isinstance(value, list) and any(_has_dict(v) for v in value)
-
-
 def _small(bound: Any) -> bool:
     """A finite number an order comparison decides exactly in SQL (see
     :data:`..dialects._json_filters.EXACT_NUMBERS`)."""
@@ -230,12 +225,13 @@ def _order_kind(op: str, bound: Any) -> tuple[str, bool]:
 def _exact(value: Any, top: bool) -> bool:
     """Whether the SQL of a filter value decides exactly (see :class:`_SQL`)."""
     if _is_operators(value):
-        return all(op not in _ORDER or _order_kind(op, b)[1] for op, b in value.items())
+        return all(
+            _order_kind(op, b)[1] if op in _ORDER else not isinstance(b, (dict, list))
+            for op, b in value.items()
+        )
     if isinstance(value, dict):
         return all(addressable(k) and _exact(v, False) for k, v in value.items())
-    if isinstance(value, list):
-        return not _has_dict(value)
-    return True
+    return not isinstance(value, list)
 
 
 def _skeleton(value: Any) -> Any:
@@ -245,7 +241,7 @@ def _skeleton(value: Any) -> Any:
     if isinstance(value, dict):
         return ("{", tuple((k, _skeleton(v)) for k, v in value.items()))
     if isinstance(value, list):
-        return "[d" if _has_dict(value) else "["
+        return "["
     if value is None:
         return "None"
     return "b" if isinstance(value, bool) else "s" if isinstance(value, str) else "n"
@@ -263,8 +259,8 @@ def _bound_skeleton(op: str, bound: Any) -> Any:
 class _SQL:
     """The conditions of one filter key: :func:`_matches` written with the dialect's
     JSON reads (:class:`.QueryBuilder`'s ``json_*`` methods). Where SQL cannot decide
-    (a key a JSON path cannot name, a list holding dicts, a number bound beyond
-    ``EXACT_NUMBERS``), it narrows to a superset and :func:`_exact` says so."""
+    (a key a JSON path cannot name, a list or a dict compared whole, a number bound
+    beyond ``EXACT_NUMBERS``), it narrows to a superset and :func:`_exact` says so."""
 
     def __init__(self, qb: QueryBuilder, column: Any, dialect: Dialect, bind: Binder) -> None:
         self.qb, self.column, self.dialect, self.bind = qb, column, dialect, bind
@@ -313,9 +309,7 @@ class _SQL:
                     parts.append(self._value((*path, k), v))
             return and_(*parts)
         if isinstance(wanted, list):
-            if _has_dict(wanted):
-                return self._kinds(path, {"array"})
-            return qb.json_value_equals(column, path, json.dumps(wanted), self.bind, self.dialect)
+            return self._kinds(path, {"array"})
         if wanted is None:
             return self._kinds(path, {"null", "missing"})
         return qb.json_scalar_equals(column, path, wanted, self.bind, self.dialect)
@@ -326,14 +320,14 @@ class _SQL:
         if bound is None:
             return self._kinds(path, {"null", "missing"})
         if isinstance(bound, (dict, list)):
-            return self.qb.json_value_equals(
-                self.column, path, json.dumps(bound), self.bind, self.dialect
-            )
+            return self._kinds(path, {"object" if isinstance(bound, dict) else "array"})
         return self.qb.json_scalar_equals(self.column, path, bound, self.bind, self.dialect)
 
     def _operator(self, path: tuple[str, ...], op: str, bound: Any) -> Any:
         if op == "$eq":
             return self._equal(path, bound)
+        if op == "$ne" and isinstance(bound, (dict, list)):
+            return true()  # a container compared whole: Python decides
         if op == "$ne":
             return not_(func.coalesce(self._equal(path, bound), false()))
         kind, _ = _order_kind(op, bound)

@@ -136,13 +136,6 @@ class JsonFilters:
         URL may reach MariaDB)."""
         raise NotImplementedError
 
-    def json_value_equals(
-        self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
-    ) -> Any:
-        """Condition: the JSON at ``path`` equals the JSON ``text`` (a list or a dict:
-        key order free, numbers as numbers, booleans only to booleans)."""
-        raise NotImplementedError
-
     def json_order(
         self, column: Any, path: tuple[str, ...], op: str, bound: Any, bind: Any
     ) -> list[Any]:
@@ -206,20 +199,6 @@ class SQLiteJsonFilters(JsonFilters):
             return and_(atom == bind(value, Text), kind == "text")
         return and_(atom == bind(value, None), kind.in_(("integer", "real")))
 
-    def json_value_equals(
-        self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
-    ) -> Any:
-        p = self._path(path)
-        doc = bind(text, Text)
-        member = func.json_extract(column, p)
-        same = and_(
-            tree_within(func.json_tree(member), func.json_tree(doc)),
-            tree_within(func.json_tree(doc), func.json_tree(member)),
-        )
-        # json_extract returns a string's text, not JSON: only containers reach json_tree.
-        kind = func.json_type(column, p)
-        return case((kind.in_(("array", "object")), and_(kind == func.json_type(doc), same)))
-
     def json_order(
         self, column: Any, path: tuple[str, ...], op: str, bound: Any, bind: Any
     ) -> list[Any]:
@@ -282,11 +261,6 @@ class PostgreSQLJsonFilters(JsonFilters):
         self, column: Any, path: tuple[str, ...], value: Any, bind: Any, dialect: Any = None
     ) -> Any:
         return self._member(column, path) == cast(bind(json.dumps(value), Text), postgresql.JSONB)
-
-    def json_value_equals(
-        self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
-    ) -> Any:
-        return self._member(column, path) == cast(bind(text, Text), postgresql.JSONB)
 
     def json_order(
         self, column: Any, path: tuple[str, ...], op: str, bound: Any, bind: Any
@@ -372,11 +346,6 @@ class MySQLJsonFilters(JsonFilters):
         # Rounding to a double keeps equal numbers equal: a superset the index serves.
         generated: Any = literal_column(_column_name(path[0]), Double())
         return and_(generated == bind(float(value), Double()), equal)
-
-    def json_value_equals(
-        self, column: Any, path: tuple[str, ...], text: str, bind: Any, dialect: Any = None
-    ) -> Any:
-        return self._equals(column, path, text, bind, dialect)
 
     def json_order(
         self, column: Any, path: tuple[str, ...], op: str, bound: Any, bind: Any
