@@ -113,6 +113,11 @@ class QueryBuilder(ListingOrders, LeaseRows, ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
+    #: Whether a JSON column takes its JSON text bound as a plain string (SQLAlchemy's
+    #: JSON types write ``json.dumps`` text there): the store then writes the text it
+    #: measured, not a second serialisation. Not on PostgreSQL, whose drivers bind JSONB
+    #: objects of their own.
+    json_as_text: ClassVar[bool] = True
     #: Whether filters read :data:`.schema.metadata_index` (PostgreSQL: a GIN index).
     metadata_index_rows: ClassVar[bool] = True
 

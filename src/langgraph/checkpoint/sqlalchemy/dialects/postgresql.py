@@ -65,6 +65,7 @@ class PostgreSQLQueryBuilder(QueryBuilder):
     sync_drivers = ("psycopg", "psycopg2", "pg8000")
     async_drivers = ("psycopg", "asyncpg", "psycopg_async")
     dml_in_cte = True
+    json_as_text = False
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "psycopg": ("psycopg", _EXTRA),
         "psycopg_async": ("psycopg", _EXTRA),
