@@ -14,6 +14,7 @@ embeddings before it opens a connection, so that no connection waits on a model.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -28,7 +29,16 @@ from langgraph.checkpoint.sqlalchemy.schema import read_json
 from langgraph.store.sqlalchemy._shapes import PAGE, PutRow, StoreStats, alive
 from langgraph.store.sqlalchemy._sizes import value_sizes
 from langgraph.store.sqlalchemy.tables import items, vectors
-from sqlalchemy import Connection, Text, bindparam, delete, func, select, update
+from sqlalchemy import (
+    Connection,
+    Double,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
 
 __all__ = [
     "MAX_TTL_MINUTES",
@@ -67,19 +77,22 @@ class _Upserts:
     forms: dict[Any, Any] = field(default_factory=dict)
     combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
     deletes: dict[int, Any] = field(default_factory=dict)
+    arrays: dict[int, Any] | None = None
 
 
 _UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
+_ITEM_UPDATE = ("value", "updated_at", "expires_at", "ttl_minutes")
+#: load_items: an item copied over one the target has takes its creation time.
+_COPY_UPDATE = ("value", "created_at", "updated_at", "expires_at", "ttl_minutes")
 
 
 def _upserts(qb: QueryBuilder) -> _Upserts:
     found = _UPSERTS.get(type(qb))
     if found is None:
         found = _UPSERTS[type(qb)] = _Upserts(
-            qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(items, _ITEM_UPDATE),
             qb.upsert(vectors, ["embedding"]),
-            # load_items: an item copied over one the target has takes its creation time.
-            qb.upsert(items, ["value", "created_at", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(items, _COPY_UPDATE),
         )
     return found
 
@@ -154,7 +167,9 @@ def put_rows(
     # one kind go as one statement: as many statements as runs of deletes or puts.
     rows = sorted(rows, key=_by_key)
     sizes, texts, budget = value_sizes(conn, qb, rows)  # checked before any write
-    as_text = qb.json_as_text  # bind the JSON text measured, not a second json.dumps
+    arrays = _arrays(qb, up)
+    # Bind the JSON text measured, not a second json.dumps, where the dialect takes it.
+    as_text = qb.json_as_text
     types = _TEXT_VALUE if as_text else None
     upsert = up.copies if any(row.created_at is not None for row in rows) else up.items
     keys = [{"b_ns": r.namespace, "b_key": r.key} for r in rows]
@@ -169,7 +184,7 @@ def put_rows(
                 (_item_params(row, now, texts[i] if as_text else row.value), sizes[i])
                 for i, row in enumerate(run, n)
             ]
-            _insert(conn, up, upsert, kept, budget, key, types)
+            _insert(conn, up, upsert, kept, budget, key, types, arrays)
         n += count
     _delete_vectors(conn, qb, up, rows, keys, key)
     new_vectors = [
@@ -185,7 +200,7 @@ def put_rows(
         assert vi is not None
         column = vi.column_name  # the same bytes, bound as the native type's text
         new_vectors = [({**p, column: p["embedding"]}, 12 * size) for p, size in new_vectors]
-    _insert(conn, up, upsert, new_vectors, budget, key, None)
+    _insert(conn, up, upsert, new_vectors, budget, key, None, None)
 
 
 #: The value bound as the JSON text already written (:attr:`.QueryBuilder.json_as_text`).
@@ -208,11 +223,48 @@ def _insert(
     budget: int,
     key: Any,
     types: dict[str, Any] | None,
+    arrays: dict[int, Any] | None,
 ) -> None:
-    """``rows`` (parameters, size) with ``upsert``, as multi-row statements of at most
-    ``budget`` bytes each."""
+    """``rows`` (parameters, size) with ``upsert``, as statements of at most ``budget``
+    bytes each: one JSON document of rows where the dialect has that form (``arrays``:
+    by the id of the upsert), else multi-row ``VALUES``."""
+    if not rows:
+        return
+    form = None if arrays is None else arrays.get(id(upsert))
     for part in by_bytes(rows, budget):
-        cursor.insert_rows(conn, upsert, part, key, up.forms, types)
+        if form is None:
+            cursor.insert_rows(conn, upsert, part, key, up.forms, types)
+            continue
+        document = json.dumps([[p[c] for c in _ITEM_COLUMNS] for p in part])
+        cursor.execute(conn, form, {"rows": document}, key)
+
+
+_ITEM_COLUMNS = (
+    "namespace",
+    "key",
+    "value",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "ttl_minutes",
+)
+#: The type of each item column's JSON element (:meth:`.QueryBuilder.upsert_rows`).
+_ELEMENTS = {
+    **dict.fromkeys(("namespace", "key"), Text()),
+    **dict.fromkeys(("created_at", "updated_at", "expires_at", "ttl_minutes"), Double()),
+}
+
+
+def _arrays(qb: QueryBuilder, up: _Upserts) -> dict[int, Any] | None:
+    """The dialect's JSON-rows forms of the item upserts (by the id of each), or None."""
+    if up.arrays is None:
+        found = {}
+        for upsert, update in ((up.items, _ITEM_UPDATE), (up.copies, _COPY_UPDATE)):
+            form = qb.upsert_rows(items, _ITEM_COLUMNS, update, _ELEMENTS)
+            if form is not None:
+                found[id(upsert)] = form
+        up.arrays = found
+    return up.arrays or None
 
 
 def _delete_vectors(

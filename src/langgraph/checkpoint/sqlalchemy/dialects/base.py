@@ -267,6 +267,15 @@ class QueryBuilder(ListingOrders, LeaseRows, ABC):
             set_={c: stmt.excluded[c] for c in update},
         )
 
+    def upsert_rows(
+        self, table: Table, columns: Sequence[str], update: Sequence[str], types: Any
+    ) -> Any:
+        """:meth:`upsert` of any number of rows bound as one JSON array of rows
+        (parameter ``rows``; each row's ``columns`` in order, elements of
+        ``types[column]``), or None where the dialect has no such form (the default:
+        multi-row ``VALUES``)."""
+        return None
+
     # -- metadata filters ------------------------------------------------------------
 
     def check_filter(self, key: object, value: Any) -> tuple[str, str]:
