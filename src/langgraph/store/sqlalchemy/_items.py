@@ -14,6 +14,7 @@ embeddings before it opens a connection, so that no connection waits on a model.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -28,7 +29,16 @@ from langgraph.checkpoint.sqlalchemy.schema import read_json
 from langgraph.store.sqlalchemy._shapes import PAGE, PutRow, StoreStats, alive
 from langgraph.store.sqlalchemy._sizes import value_sizes
 from langgraph.store.sqlalchemy.tables import items, vectors
-from sqlalchemy import Connection, bindparam, delete, func, select, update
+from sqlalchemy import (
+    Connection,
+    Double,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
 
 __all__ = [
     "MAX_TTL_MINUTES",
@@ -66,30 +76,25 @@ class _Upserts:
     native: Any = None
     forms: dict[Any, Any] = field(default_factory=dict)
     combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    deletes: dict[int, Any] = field(default_factory=dict)
+    arrays: dict[int, Any] | None = None
 
 
 _UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
+_ITEM_UPDATE = ("value", "updated_at", "expires_at", "ttl_minutes")
+#: load_items: an item copied over one the target has takes its creation time.
+_COPY_UPDATE = ("value", "created_at", "updated_at", "expires_at", "ttl_minutes")
 
 
 def _upserts(qb: QueryBuilder) -> _Upserts:
     found = _UPSERTS.get(type(qb))
     if found is None:
         found = _UPSERTS[type(qb)] = _Upserts(
-            qb.upsert(items, ["value", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(items, _ITEM_UPDATE),
             qb.upsert(vectors, ["embedding"]),
-            # load_items: an item copied over one the target has takes its creation time.
-            qb.upsert(items, ["value", "created_at", "updated_at", "expires_at", "ttl_minutes"]),
+            qb.upsert(items, _COPY_UPDATE),
         )
     return found
-
-
-def _each(conn: Connection, stmt: Any, params: list[dict[str, Any]], key: Any) -> None:
-    """``stmt`` once per parameter set: on the driver's cursor for one, as an
-    executemany for more."""
-    if len(params) == 1:
-        cursor.execute(conn, stmt, params[0], key)
-    elif params:
-        conn.execute(stmt, params)
 
 
 def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
@@ -102,11 +107,11 @@ def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
     return row.value is not None and not row.vectors and row.created_at is None
 
 
-def _item_params(row: PutRow, now: float) -> dict[str, Any]:
+def _item_params(row: PutRow, now: float, value: Any) -> dict[str, Any]:
     return {
         "namespace": row.namespace,
         "key": row.key,
-        "value": row.value,
+        "value": value,
         "created_at": now if row.created_at is None else row.created_at,
         "updated_at": now if row.updated_at is None else row.updated_at,
         "expires_at": row.expires_at,
@@ -141,11 +146,11 @@ def put_rows(
             (:meth:`.QueryBuilder.vector_index`), which the vectors' rows then fill
             from the same packed bytes.
     """
-    sizes, budget = value_sizes(conn, qb, rows)
     key = qb.compile_key(conn.dialect)
     up = _upserts(qb)
     if one_statement(qb, rows):
-        params = _item_params(rows[0], now)
+        value_sizes(conn, qb, rows)
+        params = _item_params(rows[0], now, rows[0].value)
         columns = tuple(params)
         stmt = up.combined.get(columns)
         if stmt is None:
@@ -160,16 +165,28 @@ def put_rows(
     # [put k0..k5] in opposite orders), and a TTL sweep, which locks the expired items
     # before deleting their vectors, orders a re-put racing it. Consecutive rows of
     # one kind go as one statement: as many statements as runs of deletes or puts.
-    rows = sorted(rows, key=lambda r: (r.namespace, r.key))
+    rows = sorted(rows, key=_by_key)
+    sizes, texts, budget = value_sizes(conn, qb, rows)  # checked before any write
+    arrays = _arrays(qb, up)
+    # Bind the JSON text measured, not a second json.dumps, where the dialect takes it.
+    as_text = qb.json_as_text
+    types = _TEXT_VALUE if as_text else None
     upsert = up.copies if any(row.created_at is not None for row in rows) else up.items
-    for deleting, run in groupby(rows, key=lambda r: r.value is None):
+    keys = [{"b_ns": r.namespace, "b_key": r.key} for r in rows]
+    n = 0
+    for deleting, grouped in groupby(rows, key=_deleting):
+        run = list(grouped)
+        count = len(run)
         if deleting:
-            _each(conn, _DELETE_ITEM, [{"b_ns": r.namespace, "b_key": r.key} for r in run], key)
+            cursor.execute_many(conn, _DELETE_ITEM, keys[n : n + count], key)
         else:
-            kept = [(_item_params(row, now), sizes[row.namespace, row.key]) for row in run]
-            for part in by_bytes(kept, budget):
-                cursor.insert_rows(conn, upsert, part, key, up.forms)
-    _each(conn, _DELETE_VECTORS, [{"b_ns": r.namespace, "b_key": r.key} for r in rows], key)
+            kept = [
+                (_item_params(row, now, texts[i] if as_text else row.value), sizes[i])
+                for i, row in enumerate(run, n)
+            ]
+            _insert(conn, up, upsert, kept, budget, key, types, arrays)
+        n += count
+    _delete_vectors(conn, qb, up, rows, keys, key)
     new_vectors = [
         ({"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}, len(blob))
         for row in rows
@@ -183,8 +200,94 @@ def put_rows(
         assert vi is not None
         column = vi.column_name  # the same bytes, bound as the native type's text
         new_vectors = [({**p, column: p["embedding"]}, 12 * size) for p, size in new_vectors]
-    for part in by_bytes(new_vectors, budget):
-        cursor.insert_rows(conn, upsert, part, key, up.forms)
+    _insert(conn, up, upsert, new_vectors, budget, key, None, None)
+
+
+#: The value bound as the JSON text already written (:attr:`.QueryBuilder.json_as_text`).
+_TEXT_VALUE = {"value": Text()}
+
+
+def _by_key(row: PutRow) -> tuple[str, str]:
+    return row.namespace, row.key
+
+
+def _deleting(row: PutRow) -> bool:
+    return row.value is None
+
+
+def _insert(
+    conn: Connection,
+    up: _Upserts,
+    upsert: Any,
+    rows: list[tuple[dict[str, Any], int]],
+    budget: int,
+    key: Any,
+    types: dict[str, Any] | None,
+    arrays: dict[int, Any] | None,
+) -> None:
+    """``rows`` (parameters, size) with ``upsert``, as statements of at most ``budget``
+    bytes each: one JSON document of rows where the dialect has that form (``arrays``:
+    by the id of the upsert), else multi-row ``VALUES``."""
+    if not rows:
+        return
+    form = None if arrays is None else arrays.get(id(upsert))
+    for part in by_bytes(rows, budget):
+        if form is None:
+            cursor.insert_rows(conn, upsert, part, key, up.forms, types)
+            continue
+        document = json.dumps([[p[c] for c in _ITEM_COLUMNS] for p in part])
+        cursor.execute(conn, form, {"rows": document}, key)
+
+
+_ITEM_COLUMNS = (
+    "namespace",
+    "key",
+    "value",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "ttl_minutes",
+)
+#: The type of each item column's JSON element (:meth:`.QueryBuilder.upsert_rows`).
+_ELEMENTS = {
+    **dict.fromkeys(("namespace", "key"), Text()),
+    **dict.fromkeys(("created_at", "updated_at", "expires_at", "ttl_minutes"), Double()),
+}
+
+
+def _arrays(qb: QueryBuilder, up: _Upserts) -> dict[int, Any] | None:
+    """The dialect's JSON-rows forms of the item upserts (by the id of each), or None."""
+    if up.arrays is None:
+        found = {}
+        for upsert, update in ((up.items, _ITEM_UPDATE), (up.copies, _COPY_UPDATE)):
+            form = qb.upsert_rows(items, _ITEM_COLUMNS, update, _ELEMENTS)
+            if form is not None:
+                found[id(upsert)] = form
+        up.arrays = found
+    return up.arrays or None
+
+
+def _delete_vectors(
+    conn: Connection,
+    qb: QueryBuilder,
+    up: _Upserts,
+    rows: Sequence[PutRow],
+    keys: list[dict[str, Any]],
+    key: Any,
+) -> None:
+    """Delete the vectors of ``rows``: one statement a :attr:`.QueryBuilder.in_list_chunk`
+    of keys (the driver's executemany for one)."""
+    if len(rows) == 1:
+        cursor.execute_many(conn, _DELETE_VECTORS, keys, key)
+        return
+    step = max(1, qb.in_list_chunk)
+    columns = (vectors.c.namespace, vectors.c.key)
+    for start in range(0, len(rows), step):
+        chunk = [(r.namespace, r.key) for r in rows[start : start + step]]
+        stmt = up.deletes.get(len(chunk))
+        if stmt is None:
+            stmt = up.deletes[len(chunk)] = delete(vectors).where(qb.keys_in(columns, len(chunk)))
+        cursor.execute(conn, stmt, qb.keys_params(chunk), key)
 
 
 # -- TTL and statistics ---------------------------------------------------------------

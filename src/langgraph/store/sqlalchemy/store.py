@@ -47,13 +47,14 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
     SchemaOutOfDateError,
 )
-from langgraph.store.sqlalchemy import _items, _nearest, _reads, namespaces
+from langgraph.store.sqlalchemy import _items, _nearest, namespaces
 from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
 from langgraph.store.sqlalchemy._options import check_indexed_fields, create_field_indexes
 from langgraph.store.sqlalchemy._options import check_omit_expired as _check_omit_expired
 from langgraph.store.sqlalchemy._options import ttl_minutes as _ttl_minutes
 from langgraph.store.sqlalchemy._prepared import Prepared
 from langgraph.store.sqlalchemy._rounds import Rounds
+from langgraph.store.sqlalchemy._route import route
 from langgraph.store.sqlalchemy._shapes import (
     Batch,
     GetPlan,
@@ -372,20 +373,11 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if self._native is _UNPROBED:
             self._native = yield from self._probe_native()
         batch = self._finish(prepared, embedded, queries)
-        done = yield self._access(batch), _reads.run_batch, (self._qb, batch)
+        done = yield *route(self._qb, batch), (self._qb, batch)
         if done.refresh:
             yield Access.WRITE, _items.refresh_ttl, (done.refresh, batch.now)
         results: list[Result] = done.results
         return results
-
-    def _access(self, batch: Batch) -> Access:
-        """A write transaction for puts (their reads' TTL refreshes too); one statement
-        for a lone get; else a read transaction (one snapshot where the database gives
-        one), whose TTL refreshes follow in a write of their own."""
-        if batch.puts:
-            one = not batch.reads and _items.one_statement(self._qb, batch.puts)
-            return Access.WRITE_ONE if one else Access.WRITE
-        return Access.READ_ONE if batch.one_get or batch.one_native_search else Access.READ
 
     def _now(self) -> float:
         return seconds(self._clock())

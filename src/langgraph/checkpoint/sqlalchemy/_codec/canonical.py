@@ -81,8 +81,55 @@ def canonical_json(value: Any, *, depth: int = MAX_DEPTH) -> Any:
             string holds a lone surrogate.
         TooDeepError: Nested more than ``depth`` levels.
     """
+    try:
+        return _exact(value, depth)
+    except (_Slow, TypeError, ValueError):
+        pass  # the general path checks depth first, and raises its own errors
     check_depth(value, depth)
     return _canonical(value)
+
+
+class _Slow(Exception):
+    """:func:`_exact` met what it leaves to the general path: a subclass, another
+    mapping, or anything the general path refuses (so that its error is the one raised)."""
+
+
+def _exact(value: Any, depth: int) -> Any:
+    """:func:`canonical_json` of a value made of the exact built-in JSON types, in one
+    pass whose recursion stops at ``depth`` levels; anything else (subclasses, other
+    mappings, a value the general path refuses) raises :class:`_Slow` for the general
+    path (a copy the same, by the same rules; its errors the only ones raised)."""
+    t = type(value)
+    if t is str:
+        if value.isascii():
+            return value.replace("\x00", "") if "\x00" in value else value
+        return json_string(value)
+    if t is dict:
+        if depth <= 0:
+            raise _Slow
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _Slow
+            if not k.isascii() or "\x00" in k:
+                k = json_string(k)
+            out[k] = _exact(v, depth - 1)
+        return out
+    if t is int:
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        raise _Slow
+    if t is float:
+        if value - value == 0.0:  # NaN and infinities are not
+            return value
+        raise _Slow
+    if value is None or t is bool:
+        return value
+    if t is list or t is tuple:
+        if depth <= 0:
+            raise _Slow
+        return [_exact(v, depth - 1) for v in value]
+    raise _Slow
 
 
 def _canonical(value: Any) -> Any:

@@ -44,7 +44,15 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import Insert
 
-__all__ = ["MANY_ROWS", "execute", "insert_rows", "many_form", "many_params", "rows"]
+__all__ = [
+    "MANY_ROWS",
+    "execute",
+    "execute_many",
+    "insert_rows",
+    "many_form",
+    "many_params",
+    "rows",
+]
 
 Processor = Callable[[Any], Any] | None
 
@@ -289,6 +297,34 @@ def execute(
     _run(conn, c, params)
 
 
+def execute_many(
+    conn: Connection, construct: ClauseElement, params: Sequence[Mapping[str, Any]], key: Any
+) -> None:
+    """Execute a data-changing construct once per parameter set, as one driver
+    ``executemany`` (SQLite's loops over one prepared statement in C); see :func:`rows`
+    for the arguments. Through ``Connection.execute`` where :func:`execute` would be."""
+    if not params:
+        return
+    c = _driven(conn, construct, key)
+    if c is None:
+        conn.execute(construct, [dict(p) for p in params])  # type: ignore[call-overload]
+        return
+    if not conn.in_transaction():
+        conn.begin()
+    args = [c.parameters(p) for p in params]
+    fairy: Any = conn.connection
+    cursor = fairy.cursor()
+    try:
+        cursor.executemany(c.sql, args)
+    except Exception as e:
+        with contextlib.suppress(Exception):
+            cursor.close()
+        if isinstance(e, conn.dialect.loaded_dbapi.Error):
+            conn._handle_dbapi_exception(e, c.sql, args, cursor, None)
+        raise
+    cursor.close()
+
+
 #: Most rows in one multi-row INSERT of :func:`insert_rows` (a graph step stores a few;
 #: SQLite takes 32,766 parameters a statement, at most 9 a row here).
 MANY_ROWS = 64
@@ -299,25 +335,34 @@ def many_form(
     columns: tuple[str, ...],
     count: int,
     forms: dict[tuple[int, tuple[str, ...], int], Any],
+    types: Mapping[str, Any] | None = None,
 ) -> Any:
     """``insert`` with ``count`` rows of bound values ``<column>_<row>`` (built once per
-    ``(insert, columns, count)``, kept in ``forms``)."""
+    ``(insert, columns, count)``, kept in ``forms``), bound as their columns' types or as
+    ``types`` says (the same ``types`` for every call with the same ``forms``)."""
     key = (id(insert), columns, count)
     form = forms.get(key)
     if form is None:
         table: Any = insert.table
+        bound = {c: (types or {}).get(c, table.c[c].type) for c in columns}
         form = forms[key] = insert.values(
-            [
-                {c: bindparam(f"{c}_{j}", type_=table.c[c].type) for c in columns}
-                for j in range(count)
-            ]
+            [{c: bindparam(f"{c}_{j}", type_=bound[c]) for c in columns} for j in range(count)]
         )
     return form
 
 
 def many_params(rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...]) -> dict[str, Any]:
     """The values of :func:`many_form`'s bound parameters for ``rows``."""
-    return {f"{c}_{j}": row[c] for j, row in enumerate(rows) for c in columns}
+    names = _NAMES.get((columns, len(rows)))
+    if names is None:
+        names = [f"{c}_{j}" for j in range(len(rows)) for c in columns]
+        if len(_NAMES) < MAX_COMPILED:
+            _NAMES[(columns, len(rows))] = names
+    return dict(zip(names, [row[c] for row in rows for c in columns], strict=True))
+
+
+#: The bound parameters' names of each :func:`many_form` shape, ``(columns, count)``.
+_NAMES: dict[tuple[tuple[str, ...], int], list[str]] = {}
 
 
 def insert_rows(
@@ -326,6 +371,7 @@ def insert_rows(
     rows: Sequence[Mapping[str, Any]],
     key: Any,
     forms: dict[tuple[int, tuple[str, ...], int], Any],
+    types: Mapping[str, Any] | None = None,
 ) -> None:
     """Insert ``rows`` with ``insert`` as multi-row ``INSERT ... VALUES (...), (...)``
     statements of at most :data:`MANY_ROWS` rows, what SQLAlchemy's "insertmanyvalues"
@@ -339,9 +385,10 @@ def insert_rows(
         key: As for :func:`rows`.
         forms: Where the multi-row forms of ``insert`` are kept (the caller's, shared
             with its constructs; see :func:`many_form`).
+        types: Bind types other than the columns' (see :func:`many_form`).
     """
     for start in range(0, len(rows), MANY_ROWS):
         chunk = rows[start : start + MANY_ROWS]
         columns = tuple(chunk[0])
-        form = many_form(insert, columns, len(chunk), forms)
+        form = many_form(insert, columns, len(chunk), forms, types)
         execute(conn, form, many_params(chunk, columns), key)

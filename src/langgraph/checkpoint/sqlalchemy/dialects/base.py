@@ -114,6 +114,11 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
+    #: Whether a JSON column takes its JSON text bound as a plain string (SQLAlchemy's
+    #: JSON types write ``json.dumps`` text there): the store then writes the text it
+    #: measured, not a second serialisation. Not on PostgreSQL, whose drivers bind JSONB
+    #: objects of their own.
+    json_as_text: ClassVar[bool] = True
     #: Whether filters read :data:`.schema.metadata_index` (PostgreSQL: a GIN index).
     metadata_index_rows: ClassVar[bool] = True
 
@@ -262,6 +267,15 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
             index_elements=list(table.primary_key.columns),
             set_={c: stmt.excluded[c] for c in update},
         )
+
+    def upsert_rows(
+        self, table: Table, columns: Sequence[str], update: Sequence[str], types: Any
+    ) -> Any:
+        """:meth:`upsert` of any number of rows bound as one JSON array of rows
+        (parameter ``rows``; each row's ``columns`` in order, elements of
+        ``types[column]``), or None where the dialect has no such form (the default:
+        multi-row ``VALUES``)."""
+        return None
 
     # -- metadata filters ------------------------------------------------------------
 

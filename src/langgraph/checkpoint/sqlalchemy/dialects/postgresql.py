@@ -23,8 +23,10 @@ from langgraph.checkpoint.sqlalchemy.dialects._pgvector import PgVector
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import (
+    JSON,
     Boolean,
     Connection,
+    Double,
     Select,
     Table,
     Text,
@@ -33,6 +35,7 @@ from sqlalchemy import (
     extract,
     func,
     literal,
+    literal_column,
     or_,
     select,
     text,
@@ -66,6 +69,7 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
     sync_drivers = ("psycopg", "psycopg2", "pg8000")
     async_drivers = ("psycopg", "asyncpg", "psycopg_async")
     dml_in_cte = True
+    json_as_text = False
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "psycopg": ("psycopg", _EXTRA),
         "psycopg_async": ("psycopg", _EXTRA),
@@ -141,6 +145,34 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
             .render_derived(name="lgsa_keys")
         )
         return tuple_(*columns).in_(select(*(rows.c[n] for n in names)))
+
+    def upsert_rows(
+        self, table: Table, columns: Sequence[str], update: Sequence[str], types: Any
+    ) -> Any:
+        """``INSERT ... SELECT ... FROM json_array_elements(?) ON CONFLICT DO UPDATE``: any
+        number of rows in one short statement of one parameter, a JSON array of rows
+        (psycopg parses a multi-row ``VALUES`` statement of over 4 kB anew at each call,
+        PostgreSQL plans it anew, and an array a column costs psycopg a regular
+        expression an element). Text and float elements; None for another type."""
+        row = func.json_array_elements(
+            cast(bindparam("rows", type_=Text), postgresql.JSON)
+        ).column_valued("lgsa_row")
+        picked: list[Any] = []
+        for i, name in enumerate(columns):
+            at: Any = literal_column(str(i))
+            if isinstance(table.c[name].type, JSON):
+                picked.append(cast(row.op("->")(at), postgresql.JSONB))
+            elif isinstance(types[name], Double):
+                picked.append(cast(row.op("->>")(at), Double))
+            elif isinstance(types[name], Text):
+                picked.append(row.op("->>")(at))
+            else:
+                return None
+        stmt = postgresql.insert(table).from_select(list(columns), select(*picked))
+        return stmt.on_conflict_do_update(
+            index_elements=list(table.primary_key.columns),
+            set_={c: stmt.excluded[c] for c in update},
+        )
 
     def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """One array a key column (see :meth:`keys_in`)."""
