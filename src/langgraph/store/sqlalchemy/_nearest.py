@@ -22,13 +22,13 @@ from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
-from langgraph.store.sqlalchemy._scan import COLUMNS, Found, many_under, readable
+from langgraph.store.sqlalchemy._scan import COLUMNS, Found, Named, many_under, readable
 from langgraph.store.sqlalchemy._shapes import Native, SearchPlan, alive
 from langgraph.store.sqlalchemy.tables import items, vectors
 from langgraph.store.sqlalchemy.vectors import IndexSpec
 from sqlalchemy import Connection, Select, and_, bindparam, select, true
 
-__all__ = ["FEW_FOR", "MAX_ROWS", "build_index", "enable", "nearest", "probe"]
+__all__ = ["FEW_FOR", "MAX_ROWS", "MAX_STATEMENTS", "build_index", "enable", "nearest", "probe"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
@@ -76,7 +76,8 @@ def _statement(
 ) -> Select[Any]:
     """The search statement: bound parameters ``b_query`` (:attr:`.VectorIndex.QUERY`),
     ``b_now``, ``b_low``/``b_high`` (the prefix's range, when ``prefix``) and ``b_rows``;
-    ``filtered`` are the filter's SQL conditions (their values bound in them)."""
+    ``filtered`` are the filter's SQL conditions (their values bound by
+    :class:`.Named`)."""
     vi = qb.vector_index()
     assert vi is not None
     t = vi.with_column(vectors)
@@ -91,10 +92,7 @@ def _statement(
     # prefix, 30 ms at 10,000) rather than walk the index.
     now = alive(bindparam("b_now"))
     if indexed:
-        bounded = []
-        if prefix:
-            bounded = [items.c.namespace >= bindparam("b_low")]
-            bounded.append(items.c.namespace < bindparam("b_high"))
+        bounded = namespaces.bound_range(items.c.namespace) if prefix else []
         item = (
             select(*COLUMNS)
             .where(items.c.namespace == t.c.namespace, items.c.key == t.c.key, now)
@@ -110,8 +108,7 @@ def _statement(
         columns = [*COLUMNS]
         conditions = [held, now, *filtered]
         if prefix:
-            conditions.append(t.c.namespace >= bindparam("b_low"))
-            conditions.append(t.c.namespace < bindparam("b_high"))
+            conditions += namespaces.bound_range(t.c.namespace)
     inner = (
         select(*columns, distance.label("distance"))
         .select_from(source)
@@ -122,9 +119,11 @@ def _statement(
     return vi.searched(inner, spec.ann, bindparam("b_rows")) if indexed else inner
 
 
-#: Search statements without filter conditions, built once: ``(dialect's vector index,
-#: state, indexed, prefix) -> statement`` (a few a store).
-_STATEMENTS: dict[tuple[int, Native, bool, bool], Select[Any]] = {}
+#: Search statements built once per dialect, native state, filter shape, use of the
+#: index and presence of a prefix (as :func:`._reads._page_statement`'s); past
+#: :data:`MAX_STATEMENTS`, a new one is built for its call only.
+MAX_STATEMENTS = 256
+_STATEMENTS: dict[Any, Select[Any]] = {}
 
 
 def _many_under(conn: Connection, qb: QueryBuilder, spec: Native, prefix: str) -> bool:
@@ -166,18 +165,23 @@ def nearest(
     indexed = spec.index is not None and not (
         plan.prefix and not _many_under(conn, qb, spec, plan.prefix)
     )
-    filtered = plan.filter.conditions(qb, items.c.value, conn.dialect)
-    if filtered:
+    named = Named()
+    filtered = plan.filter.conditions(qb, items.c.value, conn.dialect, named)
+    key = (
+        type(qb),
+        qb.compile_key(conn.dialect),
+        qb.indexed_fields,
+        plan.filter.shape,
+        spec,
+        indexed,
+        bool(plan.prefix),
+    )
+    stmt = _STATEMENTS.get(key)
+    if stmt is None:
         stmt = _statement(qb, spec, indexed, bool(plan.prefix), filtered)
-    else:
-        key = (id(vi), spec, indexed, bool(plan.prefix))
-        found = _STATEMENTS.get(key)
-        if found is None:
-            if len(_STATEMENTS) >= 256:
-                _STATEMENTS.clear()
-            found = _STATEMENTS[key] = _statement(qb, spec, indexed, bool(plan.prefix), [])
-        stmt = found
-    params: dict[str, Any] = {vi.QUERY: plan.query_blob, "b_now": now}
+        if len(_STATEMENTS) < MAX_STATEMENTS:
+            _STATEMENTS[key] = stmt
+    params: dict[str, Any] = {**named.params, vi.QUERY: plan.query_blob, "b_now": now}
     if plan.prefix:
         params["b_low"], params["b_high"] = namespaces.bounds(plan.prefix)
     # An item has a row a field it embeds; a filter the SQL only narrows drops some.

@@ -28,6 +28,7 @@ from langgraph.store.sqlalchemy._scan import (
     COLUMNS,
     NEWEST,
     Found,
+    Named,
     candidates,
     many_under,
     matching,
@@ -140,21 +141,6 @@ _PARAMS: dict[Any, dict[str, Any]] = {}
 _PARAMS_LOCK = threading.Lock()
 
 
-class _Named:
-    """The :data:`..dialects.Binder` of a cached search statement: the filter values'
-    parameters named by position (``b_f0``, ``b_f1``, ...), their values kept in
-    :attr:`params`. The same filter shape makes the same names, so one statement serves
-    every value."""
-
-    def __init__(self) -> None:
-        self.params: dict[str, Any] = {}
-
-    def __call__(self, value: Any, type_: Any) -> Any:
-        name = f"b_f{len(self.params)}"
-        self.params[name] = value
-        return bindparam(name, value, type_=type_)
-
-
 def _page_statement(
     conn: Connection, qb: QueryBuilder, plan: SearchPlan, walk: bool
 ) -> tuple[Select[Any] | None, dict[str, Any]]:
@@ -179,7 +165,7 @@ def _page_statement(
     known = _PARAMS.get(values)
     if found is not None and known is not None:
         return found, dict(known)
-    named = _Named()
+    named = Named()
     conditions = [_LIVE, *plan.filter.conditions(qb, items.c.value, conn.dialect, named)]
     if sum(len(v) for v in named.params.values() if isinstance(v, str)) <= MAX_PARAMS_TEXT:
         with _PARAMS_LOCK:
@@ -192,7 +178,7 @@ def _page_statement(
         # Walking the updated_at index: the namespace is checked in each entry, not
         # used to pick the primary key's range (an expression no index serves).
         column: Any = qb.walk_column(items.c.namespace) if walk else items.c.namespace
-        conditions += [column >= bindparam("b_low"), column < bindparam("b_high")]
+        conditions += namespaces.bound_range(column)
     stmt = (
         select(*COLUMNS)
         .where(*conditions)

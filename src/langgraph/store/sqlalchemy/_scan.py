@@ -35,6 +35,7 @@ __all__ = [
     "NEWEST",
     "VECTOR_PAGE",
     "Found",
+    "Named",
     "best_scores",
     "candidates",
     "many_under",
@@ -62,6 +63,21 @@ Found = tuple[SearchItem, Any]
 """A search result and its row (whose ``ttl_minutes`` says whether a read refreshes it)."""
 
 
+class Named:
+    """The :data:`..dialects.Binder` of a cached search statement: the filter values'
+    parameters named by position (``b_f0``, ``b_f1``, ...), their values kept in
+    :attr:`params`. The same filter shape makes the same names, so one statement serves
+    every value."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+
+    def __call__(self, value: Any, type_: Any) -> Any:
+        name = f"b_f{len(self.params)}"
+        self.params[name] = value
+        return bindparam(name, value, type_=type_)
+
+
 def candidates(
     conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, walk: bool = False
 ) -> list[Any]:
@@ -77,7 +93,7 @@ def candidates(
 
 _COUNT_UNDER = select(func.count()).select_from(
     select(items.c.namespace)
-    .where(items.c.namespace >= bindparam("b_low"), items.c.namespace < bindparam("b_high"))
+    .where(*namespaces.bound_range(items.c.namespace))
     .limit(bindparam("b_limit"))
     .subquery()
 )

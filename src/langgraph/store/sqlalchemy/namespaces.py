@@ -17,10 +17,11 @@ from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 from langgraph.checkpoint.sqlalchemy.errors import StoreRequestError
 from langgraph.store.sqlalchemy.tables import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, SEPARATOR
-from sqlalchemy import ColumnElement, and_
+from sqlalchemy import ColumnElement, and_, bindparam
 
 __all__ = [
     "MAX_CONDITIONS",
+    "bound_range",
     "bounds",
     "check_conditions",
     "check_key",
@@ -124,6 +125,12 @@ def under(column: Any, prefix: str) -> ColumnElement[bool] | None:
     # One range: the texts from ``prefix`` up to ``prefix + "\x02"`` are ``prefix`` and
     # ``prefix + "\x01..."`` (no label holds a character below "\x02").
     return and_(column >= prefix, column < prefix + _NEXT)
+
+
+def bound_range(column: Any) -> list[ColumnElement[bool]]:
+    """The conditions of :func:`under` with the range bound as the parameters ``b_low``
+    and ``b_high`` (their values :func:`bounds`), for a statement built once."""
+    return [column >= bindparam("b_low"), column < bindparam("b_high")]
 
 
 def bounds(prefix: str) -> tuple[str, str]:
