@@ -148,7 +148,18 @@ def test_filters_prefix_and_paging_apply_in_the_same_statement(pg: str) -> None:
         assert [round(i.score or 0, 4) for i in got] == [round(i.score or 0, 4) for i in want]
 
 
-def test_recall_at_10_against_exact_on_10000_clustered_vectors(pg: str) -> None:
+#: The ``ef_search`` at which every query's first hit must be one of the exact top ten.
+#: At the default (40, pgvector's and ``PostgresStore``'s), a walk through this data's
+#: 50 tight clusters can settle in the wrong cluster: measured on 60 index builds of it,
+#: 2 of 1,800 queries' first hits came from another cluster at 40, none at 64 or 100
+#: (0.19-0.21 ms a query on the server for each).
+SURE_EF = 100
+
+
+@pytest.mark.parametrize("ef_search", [None, SURE_EF], ids=["default_ef", f"ef{SURE_EF}"])
+def test_recall_at_10_against_exact_on_10000_clustered_vectors(
+    pg: str, ef_search: int | None
+) -> None:
     dims, n = 32, 10_000
     rng = random.Random(7)
     centres = [[rng.gauss(0, 1) for _ in range(dims)] for _ in range(50)]
@@ -165,6 +176,8 @@ def test_recall_at_10_against_exact_on_10000_clustered_vectors(pg: str) -> None:
         return [vector(t) for t in texts]
 
     index: Any = {"dims": dims, "embed": embed, "fields": ["t"]}
+    if ef_search is not None:
+        index["ann_index_config"] = {"ef_search": ef_search}
     with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
         store.setup()
         ops = [PutOp(("m", f"u{i % 100}"), f"k{i}", {"t": f"text {i}"}) for i in range(n)]
@@ -178,9 +191,11 @@ def test_recall_at_10_against_exact_on_10000_clustered_vectors(pg: str) -> None:
             want = {f"k{i}" for i in sorted(range(n), key=lambda i: -scores[i])[:10]}
             found = store.search(("m",), query=query, limit=10)
             hits += len(want & {item.key for item in found})
-            assert found[0].key in want
+            if ef_search == SURE_EF:
+                assert found[0].key in want, (query, found[0].key, found[0].score)
     recall = hits / (10 * len(queries))
-    assert recall >= 0.95, recall
+    # One query lost to a wrong cluster costs 10 of 300: 0.967.
+    assert recall >= (0.99 if ef_search == SURE_EF else 0.95), recall
 
 
 def test_upgrade_adds_and_fills_the_vector_column_of_an_existing_store(pg: str) -> None:
