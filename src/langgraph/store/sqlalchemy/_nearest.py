@@ -17,7 +17,6 @@ index takes) the same statement scores every candidate vector in the database: e
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
@@ -28,7 +27,7 @@ from langgraph.store.sqlalchemy.tables import items, vectors
 from langgraph.store.sqlalchemy.vectors import IndexSpec
 from sqlalchemy import Connection, Select, and_, bindparam, select, true
 
-__all__ = ["FEW_FOR", "MAX_ROWS", "MAX_STATEMENTS", "build_index", "enable", "nearest", "probe"]
+__all__ = ["MAX_ROWS", "MAX_STATEMENTS", "build_index", "enable", "nearest", "probe"]
 
 log = logging.getLogger("langgraph.store.sqlalchemy")
 
@@ -126,25 +125,6 @@ MAX_STATEMENTS = 256
 _STATEMENTS: dict[Any, Select[Any]] = {}
 
 
-def _many_under(conn: Connection, qb: QueryBuilder, spec: Native, prefix: str) -> bool:
-    """:func:`.many_under`, remembered in ``spec``: a prefix found to hold many items
-    for good (namespaces seldom shrink, and the index answers them right all the same),
-    one found to hold few for :data:`FEW_FOR` seconds (it may grow)."""
-    now = time.monotonic()
-    known = spec.under.get(prefix)
-    if known is not None and (known[0] or now - known[1] < FEW_FOR):
-        return known[0]
-    many = many_under(conn, qb, prefix)
-    if len(spec.under) >= 4096:
-        spec.under.clear()
-    spec.under[prefix] = (many, now)
-    return many
-
-
-#: Seconds a prefix found to hold few items is believed to (:func:`_many_under`).
-FEW_FOR = 10.0
-
-
 def nearest(
     conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float, wanted: int
 ) -> list[Found]:
@@ -162,9 +142,7 @@ def nearest(
     assert vi is not None and spec is not None and plan.query_blob is not None
     # Under a prefix of few items, scoring them all is exact and quicker than an index
     # walk that drops the other namespaces' vectors.
-    indexed = spec.index is not None and not (
-        plan.prefix and not _many_under(conn, qb, spec, plan.prefix)
-    )
+    indexed = spec.index is not None and not (plan.prefix and not many_under(conn, qb, plan))
     named = Named()
     filtered = plan.filter.conditions(qb, items.c.value, conn.dialect, named)
     key = (

@@ -192,8 +192,12 @@ def _page_statement(
 
 def _walk(conn: Connection, qb: QueryBuilder, plan: SearchPlan) -> bool:
     """Whether the search walks the ``updated_at`` index (:func:`._scan.many_under`):
-    not when the filter reads an indexed field, whose index the planner may pick."""
-    return not plan.filter.uses_index(qb.indexed_fields) and many_under(conn, qb, plan.prefix)
+    not when the filter reads an indexed field, whose index the planner may pick. The
+    dialect is told (:meth:`.QueryBuilder.walking`) either way: an earlier search of the
+    batch may have made its planner walk."""
+    walk = not plan.filter.uses_index(qb.indexed_fields) and many_under(conn, qb, plan)
+    qb.walking(conn, walk)
+    return walk
 
 
 def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) -> list[Found]:
@@ -204,25 +208,19 @@ def _search(conn: Connection, qb: QueryBuilder, plan: SearchPlan, now: float) ->
     # A filter on an indexed field: the namespace is checked in each entry (as in a
     # walk), so that the planner may pick the field's index over the prefix's range.
     indexed = plan.filter.uses_index(qb.indexed_fields)
+    # A large prefix (or the whole store) is walked newest first whatever the filter:
+    # the page's first matches end the walk. (A filter decided in Python reads every
+    # candidate a page at a time, :func:`_pages`: the walk from each page's last entry
+    # reads each once, where a scan of the prefix's range was sorted again a page.)
+    walk = _walk(conn, qb, plan)
     if plan.filter.exact:
         low, high = namespaces.bounds(plan.prefix)
-        walk = bool(plan.prefix) and _walk(conn, qb, plan)
         cached, params = _page_statement(conn, qb, plan, walk or indexed)
         if cached is not None:
             params.update(b_now=now, b_low=low, b_high=high)
             params.update(b_limit=plan.limit, b_offset=plan.offset)
-            if walk:
-                qb.walking(conn, True)
             found = cursor.rows(conn, cached, params, qb.compile_key(conn.dialect))
             return [f for f in (readable(row) for row in found) if f is not None]
-    walk = False
-    if not plan.filter.exact:
-        # Every candidate may be read, a page at a time (:func:`_pages`): walking the
-        # updated_at index from each page's last entry reads each once, where a scan of
-        # the candidates (the prefix's range of the primary key) was sorted again a page.
-        walk = _walk(conn, qb, plan)
-        if walk:
-            qb.walking(conn, True)
     stmt = select(*COLUMNS).where(*candidates(conn, qb, plan, now, walk or indexed))
     stmt = stmt.order_by(*NEWEST)
     if plan.filter.exact:

@@ -30,6 +30,7 @@ __all__ = [
     "GetPlan",
     "ListPlan",
     "Native",
+    "PrefixSizes",
     "PutRow",
     "SearchPlan",
     "StoreStats",
@@ -88,9 +89,6 @@ class Native:
         distance: Its distance.
         fields: How many field paths it embeds (estimates the vector rows an item has).
         ann: Its ANN settings.
-        under: Whether a prefix holds many items, and when that was read
-            (``{prefix text: (many, time.monotonic())}``), for the search's choice
-            between the index and an exact scan of the prefix.
     """
 
     index: str | None
@@ -98,15 +96,18 @@ class Native:
     distance: Distance
     fields: int
     ann: AnnParams
-    under: dict[str, tuple[bool, float]] = field(
-        default_factory=dict, compare=False, hash=False, repr=False
-    )
+
+
+#: What a store knows of its prefixes' sizes: ``{prefix text: (many, time.monotonic())}``,
+#: whether a prefix held many items when that was read (:func:`._scan.many_under`).
+PrefixSizes = dict[str, tuple[bool, float]]
 
 
 @dataclass(frozen=True)
 class SearchPlan:
     """A ``SearchOp`` checked: prefix text, filter, paging, the query's embedding and the
-    index config's distance."""
+    index config's distance; ``sizes``, the store's :data:`PrefixSizes` (a plan of its
+    own without a store)."""
 
     prefix: str
     filter: Filter
@@ -118,6 +119,7 @@ class SearchPlan:
     query_blob: bytes | None = None
     distance: Distance = "cosine"
     native: Native | None = None
+    sizes: PrefixSizes = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

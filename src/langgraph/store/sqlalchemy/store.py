@@ -60,6 +60,7 @@ from langgraph.store.sqlalchemy._shapes import (
     GetPlan,
     ListPlan,
     Native,
+    PrefixSizes,
     PutRow,
     SearchPlan,
     StoreStats,
@@ -186,6 +187,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         #: The native vector column's state (:mod:`._nearest`), probed at the first
         #: batch that needs it (``_UNPROBED`` until then) and again by setup().
         self._native: Native | object | None = _UNPROBED if self._index else None
+        #: Whether each searched prefix held many items (:func:`._scan.many_under`).
+        self._sizes: PrefixSizes = {}
 
     @property
     def ann(self) -> str | None:
@@ -429,7 +432,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         prefix = namespaces.encode(op.namespace_prefix, prefix=True)
         flt = compile_filter(op.filter)
         text = op.query if op.query and self._index else None
-        return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text)
+        return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text, sizes=self._sizes)
 
     def _finish(
         self,

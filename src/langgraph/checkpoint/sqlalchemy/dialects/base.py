@@ -385,7 +385,8 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
 
     def walking(self, connection: Connection, on: bool) -> None:
         """Make the planner walk the ``updated_at`` index for the rest of the read
-        transaction (``on``), or decide again (not ``on``). Default: nothing."""
+        transaction (``on``), or decide again (not ``on``); told at every search under a
+        prefix, so a call that changes nothing should cost nothing. Default: nothing."""
 
     def vector_index(self) -> VectorIndex | None:
         """The server's native vector column and ANN index (a
