@@ -120,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-store", action="store_true", help="the plain run without its store workloads"
     )
+    parser.add_argument(
+        "--store-ops",
+        metavar="OPS",
+        help="with --store --scale: comma list of the operations to time (put, put_batch, "
+        "get, search_range_ns, search_range, list_namespaces, vector_exact, vector_ann; "
+        "default: all); without a vector_* operation the stores hold no embeddings",
+    )
     args = parser.parse_args(argv)
     args.dialects_given = any(a.split("=", 1)[0] == "--dialects" for a in argv)
     if args.store and args.scale:

@@ -163,6 +163,10 @@ class StoreScale:
         places: Of :data:`PLACES`.
         calls: How many calls to time.
         log: Progress sink.
+        ops: Of :data:`OPS`, the operations to time (default: all). Without a vector
+            operation, the stores are filled without embeddings (no index config), so
+            a run of the other operations reaches 1,000,000 memories in minutes rather
+            than the HNSW index's hours.
     """
 
     def __init__(
@@ -173,8 +177,11 @@ class StoreScale:
         places: list[str],
         calls: Calls,
         log: Callable[[str], None],
+        ops: tuple[str, ...] | None = None,
     ) -> None:
         self.servers = servers
+        self.ops = ops or tuple(op for op, _ in OPS)
+        self.vectors = any(op.startswith("vector_") for op in self.ops)
         self.pgvector = pgvector
         self.sizes = sizes
         self.places = places
@@ -186,7 +193,7 @@ class StoreScale:
         self.skipped: list[dict[str, str]] = []
         self.ann: dict[str, str | None] = {}
         self.vec_official = w.sqlite_vec_missing() is None
-        if not self.vec_official and "sqlite" in places:
+        if not self.vec_official and "sqlite" in places and self.vectors:
             self.skipped.append(
                 {
                     "place": "sqlite",
@@ -200,6 +207,14 @@ class StoreScale:
         for place in self.places:
             self.place(place)
 
+    def _stores(self, place: str) -> dict[str, tuple[str, str | None, bool]]:
+        """:func:`stores`, less the exact-search store when no vector op is timed."""
+        found = stores(place, self.vec_official)
+        return {k: v for k, v in found.items() if self.vectors or k != "ours_flat"}
+
+    def _ops(self, place: str, store: str) -> tuple[str, ...]:
+        return tuple(op for op in ops_of(place, store, self.vec_official) if op in self.ops)
+
     def _new(self, place: str) -> Place:
         if place == "pgvector":
             assert self.pgvector is not None
@@ -207,6 +222,8 @@ class StoreScale:
         return self.servers.new_store(place)
 
     def _index(self, place: str, store: str) -> dict[str, Any] | None:
+        if not self.vectors:
+            return None
         impl, kind, _ = stores(place, self.vec_official)[store]
         if impl == "official" and place == "sqlite" and not self.vec_official:
             return None
@@ -216,7 +233,7 @@ class StoreScale:
         made: dict[tuple[int, str], Place] = {}
         try:
             for size in self.sizes:
-                for store, (_impl, _kind, loaded) in stores(place, self.vec_official).items():
+                for store, (_impl, _kind, loaded) in self._stores(place).items():
                     if loaded:
                         made[size, store] = self._fill(place, size, store)
                     else:  # ours_flat: the database of ours
@@ -258,7 +275,7 @@ class StoreScale:
 
     def measure(self, place: str, made: dict[tuple[int, str], Place]) -> None:
         c = self.calls
-        names = list(stores(place, self.vec_official))
+        names = list(self._stores(place))
         with ExitStack() as stack:
             opened: dict[tuple[int, str], BaseStore] = {}
             for (size, store), where in made.items():
@@ -272,7 +289,7 @@ class StoreScale:
                 for op, _label in OPS:
                     for size in order:
                         for store in names if n % 2 == 0 else names[::-1]:
-                            if op not in ops_of(place, store, self.vec_official):
+                            if op not in self._ops(place, store):
                                 continue
                             calls = w.op_calls(
                                 op,
@@ -291,7 +308,8 @@ class StoreScale:
                                 f"{place} round {n + 1} {size:>9,} {store:9} {op:16} "
                                 f"{ms:9.2f} ms ({len(seconds)} calls)"
                             )
-            self.recalls(place, opened)
+            if self.vectors:
+                self.recalls(place, opened)
 
     def recalls(self, place: str, opened: dict[tuple[int, str], BaseStore]) -> None:
         """recall@10 of every vector store against :func:`.exact_top` (untimed)."""

@@ -294,7 +294,11 @@ def result_dict(run: StoreScale, head: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(
-    places: list[str], sizes: list[int], calls: Calls, log: Any
+    places: list[str],
+    sizes: list[int],
+    calls: Calls,
+    log: Any,
+    ops: tuple[str, ...] | None = None,
 ) -> tuple[StoreScale, dict[str, str]]:
     """Run the store scale workloads; the run and the server versions."""
     from . import storescalework as w
@@ -318,7 +322,7 @@ def run(
         versions = servers.server_versions()
         if pgv is not None:
             versions["pgvector server"] = pgv.version()
-        scale = StoreScale(servers, pgv, sizes, places, calls, log)
+        scale = StoreScale(servers, pgv, sizes, places, calls, log, ops)
         scale.skipped.extend(skipped)
         scale.run()
     finally:
@@ -342,7 +346,13 @@ def run_store_scale(args: Any, doc: str, root: str) -> int:
     load = [os.getloadavg()[0]]
     t0 = time.perf_counter()
     log(f"store scale: sizes {sizes}, places {places}")
-    scale, versions = run(places, sizes, calls, log)
+    ops = tuple(args.store_ops.split(",")) if args.store_ops else None
+    unknown = sorted(set(ops or ()) - {op for op, _ in OPS})
+    if unknown:
+        raise SystemExit(
+            f"--store-ops: unknown {', '.join(unknown)}; known: " + ", ".join(op for op, _ in OPS)
+        )
+    scale, versions = run(places, sizes, calls, log, ops)
     command = "python -m benchmarks" + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else "")
     head = {
         "command": command,
