@@ -32,6 +32,7 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
 from langgraph.checkpoint.sqlalchemy.schema import (
     NAME_KEY_LENGTH,
     NAME_KEY_MARKER,
@@ -246,7 +247,10 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
 
 
 def _listened(conn: Connection) -> bool:
-    """A cursor listener, or SQL logging (``echo``), wants to see the statement."""
+    """A cursor listener, or SQL logging (``echo``), wants to see the statement (never
+    on a lane, which opens only without either: :meth:`.Lane.open`)."""
+    if isinstance(conn, LaneConnection):
+        return False
     if conn._echo:
         return True
     dispatch: Any = conn.dispatch
