@@ -91,7 +91,9 @@ def child(spec: dict[str, Any]) -> None:
         for ops in _batches("warm", 2, False):
             store.batch(ops)
         if vs is not None:
-            for ops in _batches("warm", 1, True):
+            # two: the first finds no vector to delete (SQLite skips the delete), the
+            # second compiles the delete statements
+            for ops in _batches("warm", 2, True):
                 vs.batch(ops)
         for i in range(20):
             store.put(sw.namespace(i, USERS), f"w-{i}", sw.memory(i))
