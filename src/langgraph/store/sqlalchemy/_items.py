@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
@@ -60,6 +61,7 @@ MAX_TTL_MINUTES = 4_000_000_000
 _DELETE_VECTORS = delete(vectors).where(
     vectors.c.namespace == bindparam("b_ns"), vectors.c.key == bindparam("b_key")
 )
+_ANY_VECTOR = select(vectors.c.key).limit(1)
 _DELETE_ITEM = delete(items).where(
     items.c.namespace == bindparam("b_ns"), items.c.key == bindparam("b_key")
 )
@@ -68,11 +70,13 @@ _DELETE_ITEM = delete(items).where(
 @dataclass
 class _Upserts:
     """A dialect's upserts of the two tables, built once (the driver caches their
-    compiled multi-row forms in ``forms``)."""
+    compiled multi-row forms in ``forms``), and the bind types of their multi-row forms
+    (``types``: the value as the JSON text written already)."""
 
     items: Any
     vectors: Any
     copies: Any
+    types: dict[str, Any]
     native: Any = None
     forms: dict[Any, Any] = field(default_factory=dict)
     combined: dict[tuple[str, ...], Any] = field(default_factory=dict)
@@ -84,6 +88,17 @@ _UPSERTS: dict[type[QueryBuilder], _Upserts] = {}
 _ITEM_UPDATE = ("value", "updated_at", "expires_at", "ttl_minutes")
 #: load_items: an item copied over one the target has takes its creation time.
 _COPY_UPDATE = ("value", "created_at", "updated_at", "expires_at", "ttl_minutes")
+_ITEM_COLUMNS = (
+    "namespace",
+    "key",
+    "value",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "ttl_minutes",
+)
+_NO_TTL = _ITEM_COLUMNS[:5]  # expires_at and ttl_minutes left NULL
+_VECTOR_COLUMNS = ("namespace", "key", "field", "embedding")
 
 
 def _upserts(qb: QueryBuilder) -> _Upserts:
@@ -93,6 +108,7 @@ def _upserts(qb: QueryBuilder) -> _Upserts:
             qb.upsert(items, _ITEM_UPDATE),
             qb.upsert(vectors, ["embedding"]),
             qb.upsert(items, _COPY_UPDATE),
+            {"value": qb.json_text_type()},
         )
     return found
 
@@ -105,18 +121,6 @@ def one_statement(qb: QueryBuilder, rows: Sequence[PutRow]) -> bool:
         return False
     row = rows[0]
     return row.value is not None and not row.vectors and row.created_at is None
-
-
-def _item_params(row: PutRow, now: float, value: Any) -> dict[str, Any]:
-    return {
-        "namespace": row.namespace,
-        "key": row.key,
-        "value": value,
-        "created_at": now if row.created_at is None else row.created_at,
-        "updated_at": now if row.updated_at is None else row.updated_at,
-        "expires_at": row.expires_at,
-        "ttl_minutes": row.ttl_minutes,
-    }
 
 
 def _native_upsert(qb: QueryBuilder, up: _Upserts) -> Any:
@@ -135,7 +139,9 @@ def put_rows(
     items whose value is None, and replace the vectors of every item written.
 
     The statements run on the driver's cursor, compiled once per dialect
-    (:mod:`~langgraph.checkpoint.sqlalchemy._engine.cursor`), as the saver's puts do.
+    (:mod:`~langgraph.checkpoint.sqlalchemy._engine.cursor`), as the saver's puts do;
+    each value is bound as the JSON text made when it was checked
+    (:meth:`.QueryBuilder.json_text_type`), never serialised again.
 
     Args:
         conn: A connection in a write transaction.
@@ -149,15 +155,16 @@ def put_rows(
     key = qb.compile_key(conn.dialect)
     up = _upserts(qb)
     if one_statement(qb, rows):
-        value_sizes(conn, qb, rows)
-        params = _item_params(rows[0], now, rows[0].value)
-        columns = tuple(params)
-        stmt = up.combined.get(columns)
+        _, texts, _ = value_sizes(conn, qb, rows)
+        row = rows[0]
+        values = (row.namespace, row.key, texts[0], now, now, row.expires_at, row.ttl_minutes)
+        stmt = up.combined.get(_ITEM_COLUMNS)
         if stmt is None:
-            form = cursor.many_form(up.items, columns, 1, up.forms)
-            stmt = up.combined[columns] = qb.combine_writes(form, _DELETE_VECTORS)
-        more = {"b_ns": rows[0].namespace, "b_key": rows[0].key}
-        cursor.execute(conn, stmt, {**cursor.many_params([params], columns), **more}, key)
+            form = cursor.many_form(up.items, _ITEM_COLUMNS, 1, up.forms, up.types)
+            stmt = up.combined[_ITEM_COLUMNS] = qb.combine_writes(form, _DELETE_VECTORS)
+        params = dict(zip(_ONE_ROW, values, strict=True))
+        params.update(b_ns=row.namespace, b_key=row.key)
+        cursor.execute(conn, stmt, params, key)
         return
     # Items first, every row lock in one key order, deletes and upserts interleaved:
     # two batches touching the same keys then wait for each other instead of
@@ -165,92 +172,94 @@ def put_rows(
     # [put k0..k5] in opposite orders), and a TTL sweep, which locks the expired items
     # before deleting their vectors, orders a re-put racing it. Consecutive rows of
     # one kind go as one statement: as many statements as runs of deletes or puts.
-    rows = sorted(rows, key=_by_key)
+    rows = sorted(rows, key=_BY_KEY)
     sizes, texts, budget = value_sizes(conn, qb, rows)  # checked before any write
-    arrays = _arrays(qb, up)
-    # Bind the JSON text measured, not a second json.dumps, where the dialect takes it.
-    as_text = qb.json_as_text
-    types = _TEXT_VALUE if as_text else None
     upsert = up.copies if any(row.created_at is not None for row in rows) else up.items
-    keys = [{"b_ns": r.namespace, "b_key": r.key} for r in rows]
     n = 0
     for deleting, grouped in groupby(rows, key=_deleting):
         run = list(grouped)
         count = len(run)
         if deleting:
-            cursor.execute_many(conn, _DELETE_ITEM, keys[n : n + count], key)
+            keys = [{"b_ns": r.namespace, "b_key": r.key} for r in run]
+            cursor.execute_many(conn, _DELETE_ITEM, keys, key)
         else:
             kept = [
-                (_item_params(row, now, texts[i] if as_text else row.value), sizes[i])
-                for i, row in enumerate(run, n)
+                (
+                    (
+                        r.namespace,
+                        r.key,
+                        texts[i],
+                        now if r.created_at is None else r.created_at,
+                        now if r.updated_at is None else r.updated_at,
+                        r.expires_at,
+                        r.ttl_minutes,
+                    ),
+                    sizes[i],
+                )
+                for i, r in enumerate(run, n)
             ]
-            _insert(conn, up, upsert, kept, budget, key, types, arrays)
+            _insert_items(conn, qb, up, upsert, kept, budget, key)
         n += count
-    _delete_vectors(conn, qb, up, rows, keys, key)
-    new_vectors = [
-        ({"namespace": row.namespace, "key": row.key, "field": name, "embedding": blob}, len(blob))
+    _delete_vectors(conn, qb, up, rows, key)
+    new_vectors: list[tuple[tuple[Any, ...], int]] = [
+        ((row.namespace, row.key, name, blob), len(blob))
         for row in rows
         if row.value is not None
         for name, blob in row.vectors
     ]
+    if not new_vectors:
+        return
     upsert = up.vectors
-    if native and new_vectors:
+    columns: tuple[str, ...] = _VECTOR_COLUMNS
+    if native:
         upsert = _native_upsert(qb, up)
         vi = qb.vector_index()
         assert vi is not None
-        column = vi.column_name  # the same bytes, bound as the native type's text
-        new_vectors = [({**p, column: p["embedding"]}, 12 * size) for p, size in new_vectors]
-    _insert(conn, up, upsert, new_vectors, budget, key, None, None)
+        columns = (*_VECTOR_COLUMNS, vi.column_name)  # the same bytes, as the native text
+        new_vectors = [((*p, p[3]), 12 * size) for p, size in new_vectors]
+    for part in by_bytes(new_vectors, budget):
+        cursor.insert_values(conn, upsert, columns, part, key, up.forms)
 
 
-#: The value bound as the JSON text already written (:attr:`.QueryBuilder.json_as_text`).
-_TEXT_VALUE = {"value": Text()}
-
-
-def _by_key(row: PutRow) -> tuple[str, str]:
-    return row.namespace, row.key
+#: The bound names of the one-row upsert's values (:func:`.cursor.many_form`).
+_ONE_ROW = tuple(f"{c}_0" for c in _ITEM_COLUMNS)
+_BY_KEY = itemgetter(0, 1)  # (namespace, key)
 
 
 def _deleting(row: PutRow) -> bool:
     return row.value is None
 
 
-def _insert(
+def _insert_items(
     conn: Connection,
+    qb: QueryBuilder,
     up: _Upserts,
     upsert: Any,
-    rows: list[tuple[dict[str, Any], int]],
+    rows: list[tuple[tuple[Any, ...], int]],
     budget: int,
     key: Any,
-    types: dict[str, Any] | None,
-    arrays: dict[int, Any] | None,
 ) -> None:
-    """``rows`` (parameters, size) with ``upsert``, as statements of at most ``budget``
-    bytes each: one JSON document of rows where the dialect has that form (``arrays``:
-    by the id of the upsert), else multi-row ``VALUES``."""
-    if not rows:
-        return
+    """Item rows (values in :data:`_ITEM_COLUMNS` order, size) with ``upsert``, as
+    statements of at most ``budget`` bytes each: one JSON document of rows where the
+    dialect has that form (:meth:`.QueryBuilder.upsert_rows`), else multi-row
+    ``VALUES``."""
+    arrays = _arrays(qb, up)
     form = None if arrays is None else arrays.get(id(upsert))
     for part in by_bytes(rows, budget):
         if form is None:
-            cursor.insert_rows(conn, upsert, part, key, up.forms, types)
-            continue
-        document = json.dumps([[p[c] for c in _ITEM_COLUMNS] for p in part])
-        cursor.execute(conn, form, {"rows": document}, key)
+            columns: tuple[str, ...] = _ITEM_COLUMNS
+            if all(r[5] is None and r[6] is None for r in part):
+                # No TTL: the columns left out, NULL (bound NULLs cost the driver most).
+                columns, part = _NO_TTL, [r[:5] for r in part]
+            cursor.insert_values(conn, upsert, columns, part, key, up.forms, up.types)
+        else:
+            cursor.execute(conn, form, {"rows": json.dumps(part)}, key)
 
 
-_ITEM_COLUMNS = (
-    "namespace",
-    "key",
-    "value",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "ttl_minutes",
-)
-#: The type of each item column's JSON element (:meth:`.QueryBuilder.upsert_rows`).
+#: The type of each item column's JSON element (:meth:`.QueryBuilder.upsert_rows`): the
+#: value as the text of its JSON document.
 _ELEMENTS = {
-    **dict.fromkeys(("namespace", "key"), Text()),
+    **dict.fromkeys(("namespace", "key", "value"), Text()),
     **dict.fromkeys(("created_at", "updated_at", "expires_at", "ttl_minutes"), Double()),
 }
 
@@ -272,13 +281,18 @@ def _delete_vectors(
     qb: QueryBuilder,
     up: _Upserts,
     rows: Sequence[PutRow],
-    keys: list[dict[str, Any]],
     key: Any,
 ) -> None:
     """Delete the vectors of ``rows``: one statement a :attr:`.QueryBuilder.in_list_chunk`
-    of keys (the driver's executemany for one)."""
+    of keys (the driver's executemany for one). Where writers take turns
+    (:attr:`.QueryBuilder.serial_writes`), none when the vectors table is empty: read
+    after the items were written, nothing can add a vector before the commit (a store
+    without an index config never has one)."""
     if len(rows) == 1:
+        keys = [{"b_ns": rows[0].namespace, "b_key": rows[0].key}]
         cursor.execute_many(conn, _DELETE_VECTORS, keys, key)
+        return
+    if qb.serial_writes and not cursor.rows(conn, _ANY_VECTOR, {}, key):
         return
     step = max(1, qb.in_list_chunk)
     columns = (vectors.c.namespace, vectors.c.key)

@@ -5,14 +5,18 @@ it, and :func:`load_rows`, the rows that write such items as they are (for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.store.base import GetOp, InvalidNamespaceError, validate_op_namespace
 
-from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_json
+from langgraph.checkpoint.sqlalchemy._codec.canonical import (
+    MAX_DEPTH,
+    canonical_json,
+    canonical_text,
+)
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._items import MAX_TTL_MINUTES
 from langgraph.store.sqlalchemy._shapes import PutRow
@@ -21,8 +25,10 @@ from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, text
 __all__ = ["MAX_TTL_MINUTES", "StoredItem", "item_value", "load_rows", "seconds"]
 
 
-def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str, Any]:
-    """An item's value checked and made canonical JSON (NUL characters removed).
+def item_value(namespace: tuple[str, ...], key: str, value: object) -> tuple[dict[str, Any], str]:
+    """An item's value checked and made canonical JSON (NUL characters removed), and the
+    JSON text stored for it (``json.dumps`` of the canonical value, whichever path of
+    :func:`~langgraph.checkpoint.sqlalchemy._codec.canonical.canonical_text` wrote it).
 
     Raises:
         TypeError: Not a dict, or holding something that is not JSON.
@@ -30,7 +36,10 @@ def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str,
             dicts and lists nested more than 31 levels.
     """
     try:
-        checked = canonical_json(value, depth=MAX_DEPTH)
+        if type(value) is dict or isinstance(value, Mapping):
+            checked, text = canonical_text(value, depth=MAX_DEPTH)
+        else:  # refused below, after any error of its content
+            checked, text = canonical_json(value, depth=MAX_DEPTH), ""
     except (TypeError, ValueError) as e:
         raise type(e)(
             f"the value of item {key!r} in {tuple(namespace)} cannot be stored: {e}. Store "
@@ -42,7 +51,7 @@ def item_value(namespace: tuple[str, ...], key: str, value: object) -> dict[str,
             f"the value of item {key!r} in {tuple(namespace)} is a "
             f"{type(value).__name__}; an item's value is a dict"
         )
-    return checked
+    return checked, text
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
         if not item.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
         validate_op_namespace(GetOp(tuple(item.namespace), item.key))
-        value = item_value(item.namespace, item.key, item.value)
+        value, text = item_value(item.namespace, item.key, item.value)
         if item.ttl_minutes is not None and not (
             isinstance(item.ttl_minutes, (int, float)) and 0 < item.ttl_minutes <= MAX_TTL_MINUTES
         ):
@@ -114,6 +123,7 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
             (),
             seconds(item.created_at),
             seconds(item.updated_at),
+            text,
         )
         if index is None:
             continue
@@ -129,17 +139,4 @@ def load_rows(index: IndexSpec | None, chunk: Sequence[StoredItem]) -> list[PutR
         vectors = index.embeddings.embed_documents([t for _, _, t in to_embed])
         for (key, f, _), v in zip(to_embed, vectors, strict=False):
             kept.setdefault(key, []).append((field_name(f), pack(v, index.dims)))
-    final = [
-        PutRow(
-            r.namespace,
-            r.key,
-            r.value,
-            r.expires_at,
-            r.ttl_minutes,
-            kept.get(k, ()),
-            r.created_at,
-            r.updated_at,
-        )
-        for k, r in rows.items()
-    ]
-    return final
+    return [r._replace(vectors=kept[k]) if k in kept else r for k, r in rows.items()]

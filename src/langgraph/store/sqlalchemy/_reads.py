@@ -19,7 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.store.base import Item
+
 from langgraph.checkpoint.sqlalchemy._engine import cursor
+from langgraph.checkpoint.sqlalchemy._engine.lane import capable
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._items import put_rows, refresh_ttl
@@ -47,7 +50,7 @@ from langgraph.store.sqlalchemy._shapes import (
 from langgraph.store.sqlalchemy.tables import SEPARATOR, items
 from sqlalchemy import Connection, Select, bindparam, select
 
-__all__ = ["GET_CHUNK", "BatchResult", "run_batch"]
+__all__ = ["GET_CHUNK", "BatchResult", "get_one", "run_batch"]
 
 _LIVE = alive(bindparam("b_now"))
 #: One item (a ``get``), built once: its compiled form is cached.
@@ -77,6 +80,25 @@ class BatchResult:
 
     results: list[Any]
     refresh: list[tuple[str, str]] = field(default_factory=list)
+
+
+@capable
+def get_one(
+    conn: Connection, qb: QueryBuilder, plan: GetPlan, now: float
+) -> tuple[Item | None, bool]:
+    """A lone ``get``: one statement, so that it may take the short door
+    (:func:`~langgraph.checkpoint.sqlalchemy._engine.lane.capable`).
+
+    Returns:
+        The item or None, and whether its TTL is to be refreshed (the caller does it in
+        a write of its own, as :func:`run_batch` leaves it to a batch run in a read).
+    """
+    params = {"b_ns": plan.namespace, "b_key": plan.key, "b_now": now}
+    rows = cursor.rows(conn, _GET, params, qb.compile_key(conn.dialect))
+    if not rows:
+        return None, False
+    row = rows[0]
+    return item_of(row), plan.refresh and row[5] is not None
 
 
 def run_batch(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:

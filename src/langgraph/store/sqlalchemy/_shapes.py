@@ -57,6 +57,8 @@ class PutRow(NamedTuple):
         vectors: ``(field, packed embedding)`` pairs that replace the item's vectors.
         created_at: For copies: the creation time to keep (else the write's clock).
         updated_at: For copies: the update time to keep.
+        text: The value's JSON text as stored, made when the value was checked (None
+            for a delete).
     """
 
     namespace: str
@@ -67,6 +69,7 @@ class PutRow(NamedTuple):
     vectors: Sequence[tuple[str, bytes]] = ()
     created_at: float | None = None
     updated_at: float | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def value_sizes(
 ) -> tuple[list[int], list[str | None], int]:
     """The size of each row's value, in bytes as the statement carries it
     (:meth:`.QueryBuilder.sent_size` where the server limits a statement, else its JSON
-    text), its JSON text (None for a delete), and the bytes a multi-row statement may
+    text), its JSON text (the row's own, made when the value was checked, else
+    ``json.dumps`` of it; None for a delete), and the bytes a multi-row statement may
     carry; each value is checked against the caps before anything is written.
 
     Raises:
@@ -45,9 +46,10 @@ def value_sizes(
     dumps = json.dumps  # with its defaults: what SQLAlchemy's JSON types write
     for row in rows:
         size = 0
-        text = None
+        text = row.text
         if row.value is not None:
-            text = dumps(row.value)
+            if text is None:
+                text = dumps(row.value)
             size = len(text)
             if size > MAX_VALUE_BYTES:
                 raise _too_large(row, f"{size:,} bytes of JSON", MAX_VALUE_BYTES, None)

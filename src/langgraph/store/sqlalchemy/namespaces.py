@@ -95,6 +95,13 @@ def check_key(key: object) -> str:
         TypeError: Not a string.
         ValueError: Empty, too long, not valid Unicode, or holding NUL.
     """
+    if (
+        type(key) is str
+        and 0 < len(key) <= KEY_MAX_LENGTH
+        and key.isascii()  # no surrogate
+        and "\x00" not in key
+    ):
+        return key
     if not isinstance(key, str):
         raise TypeError(f"item keys must be strings, got {type(key).__name__}")
     if not key:

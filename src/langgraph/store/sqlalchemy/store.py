@@ -16,24 +16,18 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
-    ListNamespacesOp,
+    Item,
     Op,
-    PutOp,
     Result,
-    SearchOp,
     TTLConfig,
-    validate_op_namespace,
 )
 from typing_extensions import Self
 
@@ -47,27 +41,23 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
     SchemaOutOfDateError,
 )
-from langgraph.store.sqlalchemy import _items, _nearest, namespaces
-from langgraph.store.sqlalchemy._loading import StoredItem, item_value, load_rows, seconds
+from langgraph.store.sqlalchemy import _items, _nearest
+from langgraph.store.sqlalchemy._loading import StoredItem, load_rows, seconds
 from langgraph.store.sqlalchemy._options import check_indexed_fields, create_field_indexes
 from langgraph.store.sqlalchemy._options import check_omit_expired as _check_omit_expired
 from langgraph.store.sqlalchemy._options import ttl_minutes as _ttl_minutes
-from langgraph.store.sqlalchemy._prepared import Prepared
+from langgraph.store.sqlalchemy._prepared import Prepared, finish, get_plan, prepare
+from langgraph.store.sqlalchemy._reads import get_one
 from langgraph.store.sqlalchemy._rounds import Rounds
 from langgraph.store.sqlalchemy._route import route
 from langgraph.store.sqlalchemy._shapes import (
     Batch,
-    GetPlan,
-    ListPlan,
     Native,
     PrefixSizes,
-    PutRow,
-    SearchPlan,
     StoreStats,
 )
 from langgraph.store.sqlalchemy._sweeper import TTLSweepers
-from langgraph.store.sqlalchemy.filters import compile_filter
-from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, texts_to_embed
+from langgraph.store.sqlalchemy.vectors import IndexSpec
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -338,6 +328,36 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """
         return self._runner.drive(self._batch_plan(self._prepare(ops)))
 
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """One item, as ``batch([GetOp(...)])`` returns it, without the batch's plan: one
+        statement (the engine's short door where it may), then, for an item with a TTL
+        and ``refresh_ttl``, the refresh in a write of its own.
+
+        Args:
+            namespace: The item's namespace.
+            key: Its key.
+            refresh_ttl: Whether to push back its expiry (default: the TTL config's
+                ``refresh_on_read``, True without one).
+
+        Returns:
+            The item, or None when there is none (or it expired).
+
+        Raises:
+            InvalidNamespaceError: A bad namespace (see :meth:`batch`).
+            TypeError, ValueError: A bad key.
+            CheckpointConnectionError: The database stayed unreachable.
+        """
+        if refresh_ttl is None:
+            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
+        plan = get_plan(GetOp(namespace, str(key), refresh_ttl))
+        now = self._now()
+        item, refresh = self._runner.run(Access.READ_ONE, get_one, (self._qb, plan, now))
+        if refresh:
+            self._runner.run(Access.WRITE, _items.refresh_ttl, ([(plan.namespace, plan.key)], now))
+        return item
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: the same plan through the async door, the embedding
         model called through its async methods.
@@ -386,53 +406,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         return seconds(self._clock())
 
     def _prepare(self, ops: Iterable[Op]) -> Prepared:
-        """Check every operation (nothing runs when one is bad) and plan the reads; keep
-        the last put of each key."""
-        ops = list(ops)
-        prepared = Prepared(len(ops), self._now())
-        prepared.batch.count = len(ops)
-        reads = prepared.batch.reads
-        puts: dict[tuple[str, str], PutOp] = {}
-        for i, op in enumerate(ops):
-            validate_op_namespace(op)  # labels: no ".", no NUL, not empty (LangGraph's rules)
-            if isinstance(op, GetOp):
-                ns = namespaces.encode(op.namespace)
-                plan = GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
-                reads.append((i, plan))
-            elif isinstance(op, SearchOp):
-                reads.append((i, self._search_plan(op)))
-                if op.query and self._index:
-                    prepared.queries.add(op.query)
-            elif isinstance(op, ListNamespacesOp):
-                reads.append((i, _list_plan(op)))
-            elif isinstance(op, PutOp):
-                if not op.namespace:
-                    raise InvalidNamespaceError("Namespace cannot be empty.")
-                ns = namespaces.encode(op.namespace)
-                puts[(ns, namespaces.check_key(op.key))] = op
-            else:
-                raise TypeError(f"unknown store operation: {type(op).__name__}")
+        """Check every operation (nothing runs when one is bad) and plan the reads
+        (:func:`._prepared.prepare`)."""
         default_ttl = (self.ttl_config or {}).get("default_ttl")
-        for n, ((ns, _), op) in enumerate(puts.items()):
-            if op.value is None:
-                prepared.puts.append((ns, op, None, None))
-                continue
-            value = item_value(op.namespace, op.key, op.value)
-            given: Any = op.ttl  # NOT_PROVIDED from callers of batch() that leave it out
-            ttl = default_ttl if given is NOT_PROVIDED else given
-            prepared.puts.append((ns, op, value, _ttl_minutes(ttl)))
-            if self._index and op.index is not False:
-                index = None if op.index is None else list(op.index)
-                for name, text in texts_to_embed(self._index, value, index):
-                    prepared.texts.append((n, field_name(name), text))
-        return prepared
-
-    def _search_plan(self, op: SearchOp) -> SearchPlan:
-        limit, offset = _count("limit", op.limit), _count("offset", op.offset)
-        prefix = namespaces.encode(op.namespace_prefix, prefix=True)
-        flt = compile_filter(op.filter)
-        text = op.query if op.query and self._index else None
-        return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text, sizes=self._sizes)
+        return prepare(list(ops), self._now(), self._index, default_ttl, self._sizes)
 
     def _finish(
         self,
@@ -441,37 +418,8 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         queries: dict[str, list[float]],
     ) -> Batch:
         """The batch with its put rows (values, expiry, vectors) and query vectors."""
-        batch = prepared.batch
-        now = batch.now
         native = self._native if isinstance(self._native, Native) else None
-        batch.native = native is not None
-        if len(embedded) != len(prepared.texts):
-            raise ValueError(
-                f"the embedding function returned {len(embedded)} vectors for "
-                f"{len(prepared.texts)} texts"
-            )
-        per_put: dict[int, list[tuple[str, bytes]]] = {}
-        assert self._index is not None or not prepared.texts
-        for (n, name, _), vector in zip(prepared.texts, embedded, strict=False):
-            assert self._index is not None
-            per_put.setdefault(n, []).append((name, pack(vector, self._index.dims)))
-        for n, (ns, op, value, minutes) in enumerate(prepared.puts):
-            if value is None:
-                batch.puts.append(PutRow(ns, op.key, None))
-                continue
-            expires = None if minutes is None else now + minutes * 60.0
-            batch.puts.append(PutRow(ns, op.key, value, expires, minutes, per_put.get(n, ())))
-        for position, (i, read) in enumerate(batch.reads):
-            if isinstance(read, SearchPlan) and read.text is not None:
-                assert self._index is not None
-                vector = [float(v) for v in queries[read.text]]
-                blob = pack(vector, self._index.dims)
-                distance = self._index.distance
-                batch.reads[position] = (
-                    i,
-                    replace(read, query=vector, query_blob=blob, distance=distance, native=native),
-                )
-        return batch
+        return finish(prepared, embedded, queries, self._index, native)
 
     # -- TTL -------------------------------------------------------------------------
 
@@ -549,20 +497,3 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
 
 
 _UNPROBED = object()
-
-#: Largest ``limit``/``offset``/``max_depth`` accepted: what every dialect binds as an
-#: integer (a 64-bit one overflows SQLite and PostgreSQL's LIMIT).
-MAX_COUNT = 2**31 - 1
-
-
-def _count(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-        raise ValueError(f"{name} must be an integer from 0 to {MAX_COUNT}, not {value!r}")
-    return value
-
-
-def _list_plan(op: ListNamespacesOp) -> ListPlan:
-    limit, offset = _count("limit", op.limit), _count("offset", op.offset)
-    depth = None if op.max_depth is None else _count("max_depth", op.max_depth)
-    conditions = namespaces.check_conditions(op.match_conditions or ())
-    return ListPlan(conditions, depth, limit, offset)

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_FILTER_KEYS",
     "TooDeepError",
     "canonical_json",
+    "canonical_text",
     "json_string",
     "json_text",
     "scalar_as_stored",
@@ -162,6 +163,110 @@ def _canonical(value: Any) -> Any:
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def canonical_text(value: Any, *, depth: int = MAX_DEPTH) -> tuple[Any, str]:
+    """:func:`canonical_json` of ``value`` and its JSON text as ``json.dumps`` writes it
+    with its default arguments (``", "`` and ``": "``, non-ASCII as ``\\u`` escapes,
+    floats as ``repr``): the text stored for it, the same byte for byte whichever path
+    made it.
+
+    A dict made only of the exact built-in JSON types (str keys, str, int of 64 bits,
+    finite float, bool, None, dict, list; at most ``depth`` levels) is already
+    canonical when its strings hold no NUL and no surrogate: it is checked by one walk
+    over its values and written by the standard library's C encoder, and returned
+    itself rather than copied. Anything else (tuples, subclasses, other mappings, NUL
+    characters, surrogates, escaped astral characters included, or what must be
+    refused) takes :func:`canonical_json`, whose copy is written by ``json.dumps``, and
+    raises as it does.
+
+    Raises:
+        TypeError: As :func:`canonical_json`.
+        ValueError: As :func:`canonical_json` (:class:`TooDeepError` included).
+    """
+    if type(value) is dict and depth >= 1 and _plain(value, depth):
+        text = _dumps(value)
+        # The encoder writes NUL as \u0000 and any surrogate (lone, or half of an
+        # astral character) as \udXXX: such values take the general path.
+        if "\\u0000" not in text and "\\ud" not in text:
+            return value, text
+    checked = canonical_json(value, depth=depth)
+    return checked, json.dumps(checked)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value``, an exact dict or list allowed ``depth`` >= 1 levels including
+    itself, holds only str keys and values of the exact built-in JSON types that
+    :func:`canonical_json` keeps as they are (its strings are checked on the encoded
+    text). One loop a container, the checks written out: a call an element would
+    double the walk's cost."""
+    if type(value) is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            t = type(v)
+            if t is str or t is bool or v is None:
+                continue
+            if t is int:
+                if _INT64_MIN <= v <= _INT64_MAX:
+                    continue
+                return False
+            if t is float:
+                if v - v == 0.0:  # NaN and infinities are not
+                    continue
+                return False
+            if (t is dict or t is list) and depth > 1 and _plain(v, depth - 1):
+                continue
+            return False
+        return True
+    for v in value:
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if _INT64_MIN <= v <= _INT64_MAX:
+                continue
+            return False
+        if t is float:
+            if v - v == 0.0:
+                continue
+            return False
+        if (t is dict or t is list) and depth > 1 and _plain(v, depth - 1):
+            continue
+        return False
+    return True
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def _c_dumps() -> Any:
+    """``json.dumps`` with its default arguments for a value :func:`_plain` accepts: the
+    standard library's C encoder called directly (no argument checks, no circular
+    reference markers: the walk bounded the depth), or ``json.dumps`` itself where
+    that encoder is missing or writes otherwise."""
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)
+    escape = getattr(encoder, "c_encode_basestring_ascii", None)
+    if make is None or escape is None:
+        return json.dumps
+    try:
+        run = make(None, _refuse, escape, None, ": ", ", ", False, False, True)
+
+        def dumps(value: Any) -> str:
+            return "".join(run(value, 0))
+
+        probe = {"a": [1, -2.5e-07, 1e16, True, None, {}], "\u00e9\x7f\n": [[]], "": 0.1}
+        if dumps(probe) == json.dumps(probe):
+            return dumps
+    except Exception:  # another signature: the public function
+        pass
+    return json.dumps
+
+
+_dumps = _c_dumps()
 
 
 def json_string(text: str) -> str:

@@ -32,6 +32,7 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
 from langgraph.checkpoint.sqlalchemy.schema import (
     NAME_KEY_LENGTH,
     NAME_KEY_MARKER,
@@ -39,7 +40,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     KeyText,
     NameKey,
 )
-from sqlalchemy import Connection, bindparam
+from sqlalchemy import Connection, Float, bindparam
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import Insert
@@ -49,6 +50,7 @@ __all__ = [
     "execute",
     "execute_many",
     "insert_rows",
+    "insert_values",
     "many_form",
     "many_params",
     "rows",
@@ -72,6 +74,12 @@ def _ascii_unchanged(type_: Any, dialect: Dialect) -> int:
     return 0
 
 
+def _float_unchanged(type_: Any) -> bool:
+    """Whether ``type_``'s bind processor returns an exact ``float`` and None unchanged
+    (SQLAlchemy's ``Float``/``Double`` without ``asdecimal``: ``float(value)``)."""
+    return isinstance(type_, Float) and not type_.asdecimal
+
+
 def _str_read_unchanged(type_: Any) -> bool:
     """Whether ``type_``'s result processor returns a ``str`` read back unchanged (the
     identifier types but :class:`.schema.NameKey`, which makes it a ``StoredKey``): such
@@ -84,10 +92,12 @@ class _Compiled:
 
     __slots__ = (
         "_columns",
+        "_per_column",
         "binds",
         "expanding",
         "fast",
         "fixed",
+        "floats",
         "names",
         "positional",
         "result",
@@ -122,6 +132,7 @@ class _Compiled:
         self.fast: tuple[int, ...] = tuple(
             _ascii_unchanged(by_name[n].type, dialect) for n in self.names
         )
+        self.floats: tuple[bool, ...] = tuple(_float_unchanged(by_name[n].type) for n in self.names)
         # Result processors, known once a cursor described the columns:
         # (index, processor, whether a str skips it).
         self.result: tuple[tuple[int, Callable[[Any], Any], bool], ...] | None = None
@@ -132,6 +143,51 @@ class _Compiled:
             else None
         )
         self._columns: Any = columns
+        self._per_column: Any = None
+
+    def row_params(self, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> Any:
+        """The driver's parameters of a :func:`many_form` statement of ``rows`` (values in
+        ``columns`` order), each value through its type's bind processor as
+        :meth:`parameters` does, without a dict a row; None when the compiled names are
+        not ``<column>_<row>`` row after row (then the caller goes through
+        :meth:`parameters`)."""
+        per_column = self._per_column
+        if per_column is None:
+            expected = tuple(f"{c}_{j}" for j in range(len(rows)) for c in columns)
+            if self.fixed or self.names != expected:
+                self._per_column = False
+                return None
+            per_column = self._per_column = tuple(
+                (i, self.binds[i], self.fast[i], self.floats[i])
+                for i in range(len(columns))
+                if self.binds[i] is not None
+            )
+        elif per_column is False:
+            return None
+        values: list[Any] = []
+        if not per_column:
+            for row in rows:
+                values += row
+        else:
+            for row in rows:
+                changed = None
+                for i, p, fast, floats in per_column:
+                    v = row[i]
+                    if floats and (v is None or type(v) is float):
+                        continue  # Double's processor returns these as they are
+                    if (
+                        fast
+                        and type(v) is str
+                        and len(v) <= fast
+                        and v.isascii()
+                        and not v.startswith(NAME_KEY_MARKER)
+                    ):
+                        continue
+                    if changed is None:
+                        changed = list(row)
+                    changed[i] = p(v)
+                values += row if changed is None else changed
+        return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
 
     def parameters(self, params: Mapping[str, Any]) -> Any:
         """The driver's parameters: a tuple (positional styles) or a dict, each value
@@ -191,7 +247,10 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
 
 
 def _listened(conn: Connection) -> bool:
-    """A cursor listener, or SQL logging (``echo``), wants to see the statement."""
+    """A cursor listener, or SQL logging (``echo``), wants to see the statement (never
+    on a lane, which opens only without either: :meth:`.Lane.open`)."""
+    if isinstance(conn, LaneConnection):
+        return False
     if conn._echo:
         return True
     dispatch: Any = conn.dispatch
@@ -210,9 +269,13 @@ def _driven(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled |
 def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any], first_only: int = 0) -> Any:
     """Execute on the DBAPI cursor; return the cursor's rows (or None), the columns
     before ``first_only`` processed in the first row only."""
+    return _execute(conn, c, c.parameters(params), first_only)
+
+
+def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> Any:
+    """:func:`_run` with the driver's parameters made already."""
     if not conn.in_transaction():
         conn.begin()  # what Connection.execute's autobegin does (the dialect's hooks)
-    args = c.parameters(params)
     fairy: Any = conn.connection
     cursor = fairy.cursor()
     try:
@@ -392,3 +455,28 @@ def insert_rows(
         columns = tuple(chunk[0])
         form = many_form(insert, columns, len(chunk), forms, types)
         execute(conn, form, many_params(chunk, columns), key)
+
+
+def insert_values(
+    conn: Connection,
+    insert: Insert,
+    columns: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
+    key: Any,
+    forms: dict[tuple[int, tuple[str, ...], int], Any],
+    types: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`insert_rows` of rows given as values in ``columns`` order: each statement's
+    parameters made row after row through the columns' bind processors
+    (:meth:`_Compiled.row_params`), without a dict a row; the same statements, bound
+    alike."""
+    for start in range(0, len(rows), MANY_ROWS):
+        chunk = rows[start : start + MANY_ROWS]
+        form = many_form(insert, columns, len(chunk), forms, types)
+        c = _driven(conn, form, key)
+        args = None if c is None else c.row_params(columns, chunk)
+        if c is None or args is None:
+            params = many_params([dict(zip(columns, row, strict=True)) for row in chunk], columns)
+            execute(conn, form, params, key)
+            continue
+        _execute(conn, c, args)

@@ -36,6 +36,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Table,
+    Text,
     bindparam,
     event,
     literal,
@@ -47,6 +48,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeEngine
 
 __all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "Binder", "QueryBuilder"]
 
@@ -106,6 +108,10 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
     in_list_chunk: ClassVar[int] = 500
     #: Ids put in one IN list / rows handled by one batched maintenance statement.
     row_chunk: ClassVar[int] = 500
+    #: Whether writers take turns: a write transaction holds the database's one write
+    #: lock from its first write to its commit (SQLite), so that what it reads after
+    #: writing, no other transaction changes before it commits.
+    serial_writes: ClassVar[bool] = False
     #: Whether DDL runs inside the migration transaction (not on MySQL/MariaDB, where each
     #: DDL statement commits; their migrations are written to be re-runnable).
     transactional_ddl: ClassVar[bool] = True
@@ -114,11 +120,6 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
     #: delete_thread are then one statement, atomic on its own, one round trip
     #: (:meth:`combine_writes`).
     dml_in_cte: ClassVar[bool] = False
-    #: Whether a JSON column takes its JSON text bound as a plain string (SQLAlchemy's
-    #: JSON types write ``json.dumps`` text there): the store then writes the text it
-    #: measured, not a second serialisation. Not on PostgreSQL, whose drivers bind JSONB
-    #: objects of their own.
-    json_as_text: ClassVar[bool] = True
     #: Whether filters read :data:`.schema.metadata_index` (PostgreSQL: a GIN index).
     metadata_index_rows: ClassVar[bool] = True
 
@@ -267,6 +268,13 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
             index_elements=list(table.primary_key.columns),
             set_={c: stmt.excluded[c] for c in update},
         )
+
+    def json_text_type(self) -> TypeEngine[Any]:
+        """The type that binds a JSON document's text, written already, into a JSON
+        column: the store writes the text it checked and measured, never a second
+        serialisation. Default: the text as it is (SQLAlchemy's JSON types bind
+        ``json.dumps`` text as a plain string on SQLite and MySQL/MariaDB)."""
+        return Text()
 
     def upsert_rows(
         self, table: Table, columns: Sequence[str], update: Sequence[str], types: Any

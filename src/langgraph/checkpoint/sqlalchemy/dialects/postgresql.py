@@ -45,8 +45,20 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 __all__ = ["PostgreSQLQueryBuilder"]
+
+
+class _JsonbText(TypeDecorator[str]):
+    """JSON text, bound as text and cast to JSONB where it is bound."""
+
+    impl = Text
+    cache_ok = True
+
+    def bind_expression(self, bindvalue: Any) -> Any:
+        return cast(bindvalue, postgresql.JSONB)
+
 
 _EXTRA = install_hint("postgres")
 #: ``Connection.info`` key: the transaction whose planner walks (:meth:`walking`).
@@ -71,7 +83,6 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
     sync_drivers = ("psycopg", "psycopg2", "pg8000")
     async_drivers = ("psycopg", "asyncpg", "psycopg_async")
     dml_in_cte = True
-    json_as_text = False
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
         "psycopg": ("psycopg", _EXTRA),
         "psycopg_async": ("psycopg", _EXTRA),
@@ -148,6 +159,11 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
         )
         return tuple_(*columns).in_(select(*(rows.c[n] for n in names)))
 
+    def json_text_type(self) -> TypeEngine[Any]:
+        """JSON text bound as text and cast to JSONB in the statement (the drivers would
+        bind a JSONB object serialised anew)."""
+        return _JsonbText()
+
     def upsert_rows(
         self, table: Table, columns: Sequence[str], update: Sequence[str], types: Any
     ) -> Any:
@@ -163,7 +179,9 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
         for i, name in enumerate(columns):
             at: Any = literal_column(str(i))
             if isinstance(table.c[name].type, JSON):
-                picked.append(cast(row.op("->")(at), postgresql.JSONB))
+                # A JSON element, or (a Text element) the text of a JSON document.
+                element = row.op("->>" if isinstance(types[name], Text) else "->")(at)
+                picked.append(cast(element, postgresql.JSONB))
             elif isinstance(types[name], Double):
                 picked.append(cast(row.op("->>")(at), Double))
             elif isinstance(types[name], Text):

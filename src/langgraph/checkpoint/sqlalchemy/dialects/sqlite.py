@@ -102,6 +102,7 @@ class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
     """The query builder of SQLite (``pysqlite`` and ``aiosqlite``)."""
 
     family = "sqlite"
+    serial_writes = True
     sync_drivers = ("pysqlite",)
     async_drivers = ("aiosqlite",)
     driver_modules: ClassVar[Mapping[str, tuple[str, str]]] = {
