@@ -133,7 +133,7 @@ def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
     """An index config's ``ann_index_config`` checked: ``kind`` ``"hnsw"`` (the default,
     as ``PostgresStore``'s) or ``"flat"`` (no index), ``vector_type`` ``"vector"`` or
     ``"halfvec"``, and HNSW's ``m``, ``ef_construction`` and ``ef_search`` (positive
-    integers; pgvector's defaults 16, 64 and 40).
+    integers; defaults 16, 64 and 100: pgvector's, but ``ef_search`` 100 for 40).
 
     Raises:
         ValueError: Another kind (``"ivfflat"`` is not supported: use ``"hnsw"``),

@@ -31,14 +31,17 @@ class AnnParams:
             distances; the stored embeddings stay float32).
         m: HNSW's connections a node per layer (pgvector's default 16).
         ef_construction: HNSW's candidate list while building (pgvector's default 64).
-        ef_search: HNSW's candidate list while searching (pgvector's default 40).
+        ef_search: HNSW's candidate list while searching: 100, where pgvector's and
+            ``PostgresStore``'s is 40 (at 40, 5 of 11 builds of 100,000 clustered
+            vectors gave recall@10 under 0.95, as low as 0.895; at 100 none, for about
+            0.1 ms more a search on the server).
     """
 
     kind: str = "hnsw"
     vector_type: str = "vector"
     m: int = 16
     ef_construction: int = 64
-    ef_search: int = 40
+    ef_search: int = 100
 
 
 class VectorIndex:
