@@ -162,6 +162,22 @@ async def test_sql_conditions_select_what_the_predicate_keeps(filled: SQLAlchemy
     assert not wrong, wrong[:10]
 
 
+async def test_a_cached_statement_binds_an_integer_as_an_integer_after_a_float(
+    store: SQLAlchemyStore,
+) -> None:
+    """Statements are cached by the filter's shape: a float bound first must not make
+    a later integer bound of the same key a float (2**53 + 1 would become 2**53)."""
+    big = 2**53 + 1
+    await store.aput(("c",), "big", {"f": big})
+    await store.aput(("c",), "half", {"f": 1.5})
+    for spec in ({"f": 1.5}, {"f": big}, {"f": {"$gte": 1.5}}, {"f": {"$lte": 2**53 - 1}}):
+        await store.asearch(("c",), filter=spec)
+    assert [i.key for i in await store.asearch(("c",), filter={"f": big})] == ["big"]
+    assert [i.key for i in store.search(("c",), filter={"f": big})] == ["big"]
+    got = await store.asearch(("c",), filter={"f": {"$gte": 3}})
+    assert [i.key for i in got] == ["big"]
+
+
 def test_every_operator_is_exact_for_ordinary_bounds() -> None:
     for op in OPS:
         for bound in (1, 2.5, "a", True, None):

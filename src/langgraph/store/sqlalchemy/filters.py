@@ -244,14 +244,18 @@ def _skeleton(value: Any) -> Any:
         return "["
     if value is None:
         return "None"
-    return "b" if isinstance(value, bool) else "s" if isinstance(value, str) else "n"
+    if isinstance(value, (bool, str)):
+        return "b" if isinstance(value, bool) else "s"
+    # int and float apart: a bound's SQL type is taken from the first value bound into
+    # the cached statement, and 2**53 + 1 bound as a float is 2**53.
+    return "i" if isinstance(value, int) else "f"
 
 
 def _bound_skeleton(op: str, bound: Any) -> Any:
     if op in _ORDER:
         kind = _order_kind(op, bound)[0]
         if kind == "cmp":
-            return kind, isinstance(bound, str)
+            return kind, type(bound).__name__  # str, int or float: as in _skeleton
         return (kind, bound) if kind == "bools" else kind
     return _skeleton(bound) if not isinstance(bound, dict) else "{="
 
