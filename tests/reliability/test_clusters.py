@@ -195,13 +195,42 @@ def test_pgbouncer_lock_thread_serialises_8_workers_and_leaves_no_lock() -> None
 # -- PostgreSQL primary + synchronous standby -------------------------------------------
 
 
+def _wait_for_replay(primary: str, standby: str, timeout: float = 30.0) -> None:
+    """Until the standby has replayed the primary's WAL up to now (at most ``timeout``
+    seconds)."""
+    engines = [
+        create_engine(
+            make_url(u).set(database="postgres"), poolclass=NullPool, isolation_level="AUTOCOMMIT"
+        )
+        for u in (primary, standby)
+    ]
+    try:
+        with engines[0].connect() as conn:
+            lsn = conn.execute(text("SELECT pg_current_wal_lsn()")).scalar()
+        deadline = time.monotonic() + timeout
+        with engines[1].connect() as conn:
+            while True:
+                done = conn.execute(
+                    text("SELECT pg_last_wal_replay_lsn() >= CAST(:lsn AS pg_lsn)"), {"lsn": lsn}
+                ).scalar()
+                if done:
+                    return
+                assert time.monotonic() < deadline, f"the standby has not replayed {lsn}"
+                time.sleep(0.05)
+    finally:
+        for engine in engines:
+            engine.dispose()
+
+
 def test_standby_reads_work_and_writes_raise_a_typed_error_naming_it() -> None:
     primary, standby = cluster("LGSA_PG_PRIMARY_URL"), cluster("LGSA_PG_STANDBY_URL")
     with new_database(primary) as name:
         with SQLAlchemySaver.from_conn_string(on(primary, name)) as writer:
             writer.setup()
             first = put_child(writer, "t", None)
-        # synchronous standby: the commit above waited for it
+        # synchronous_commit = on waits until the standby has flushed the commit, not
+        # replayed it: wait for the replay (the CREATE DATABASE included) before reading.
+        _wait_for_replay(primary, standby)
         with SQLAlchemySaver.from_conn_string(on(standby, name), retry_timeout=0.5) as reader:
             got = reader.get_tuple(thread("t"))
             assert got is not None and got.config["configurable"]["checkpoint_id"] == first
