@@ -293,9 +293,13 @@ def _build_marker(tmp: str) -> str:
     return lib
 
 
-def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, int]]:
-    """Run ``child(spec)`` under callgrind; the instructions of each labelled segment,
-    split (:func:`.cgsplit.split`)."""
+def run_under_callgrind(
+    spec: dict[str, Any], tmp: str, tag: str, module: str = "benchmarks.instructions"
+) -> dict[str, tuple[str, dict[str, int]]]:
+    """Run ``python -m <module> --child <spec>`` under callgrind, dumping at each marker
+    (:func:`_build_marker`); per labelled segment, its dump's path and its instructions
+    split (:func:`.cgsplit.split`). The child writes its labels, in order, to
+    ``spec["labels"]`` (set here)."""
     out = os.path.join(tmp, f"cg.{tag}")
     spec = {**spec, "labels": os.path.join(tmp, f"labels.{tag}.json")}
     cmd = [
@@ -305,7 +309,7 @@ def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, 
         f"--callgrind-out-file={out}",
         sys.executable,
         "-m",
-        "benchmarks.instructions",
+        module,
         "--child",
         json.dumps(spec),
     ]
@@ -317,7 +321,14 @@ def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, 
         labels = json.load(f)
     # out.1 is everything before the first marker; out.2... the segments, in order.
     dumps = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-    return {label: split(p) for label, p in zip(labels, dumps[1 : 1 + len(labels)], strict=True)}
+    segments = zip(labels, dumps[1 : 1 + len(labels)], strict=True)
+    return {label: (p, split(p)) for label, p in segments}
+
+
+def _run_child(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, int]]:
+    """Run ``child(spec)`` under callgrind; the instructions of each labelled segment,
+    split (:func:`.cgsplit.split`)."""
+    return {label: seg for label, (_, seg) in run_under_callgrind(spec, tmp, tag).items()}
 
 
 def _per_call(

@@ -23,20 +23,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
 from contextlib import ExitStack
 from typing import Any, Literal
 
 from langgraph.store.base import PutOp
 
-from .cgsplit import split
-from .instructions import ROOT, _build_marker, _marker, missing_tools
+from .instructions import _build_marker, _marker, missing_tools, run_under_callgrind
 
 __all__ = ["CALLS", "main"]
 
@@ -141,27 +137,7 @@ def _noop(*_args: Any) -> None:
 
 
 def _run(spec: dict[str, Any], tmp: str, tag: str) -> dict[str, dict[str, int]]:
-    out = os.path.join(tmp, f"cg.{tag}")
-    spec = {**spec, "labels": os.path.join(tmp, f"labels.{tag}.json")}
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--dump-before=lgsa_callgrind_dump",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        "-m",
-        "benchmarks.storeinstructions",
-        "--child",
-        json.dumps(spec),
-    ]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{tag} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    with open(spec["labels"], encoding="utf-8") as f:
-        labels = json.load(f)
-    dumps = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-    segments = {label: (p, split(p)) for label, p in zip(labels, dumps[1:], strict=False)}
+    segments = run_under_callgrind(spec, tmp, tag, "benchmarks.storeinstructions")
     per_call: dict[str, dict[str, int]] = {}
     for label, (path, seg) in segments.items():
         if label.endswith((":base", ":settle")):
