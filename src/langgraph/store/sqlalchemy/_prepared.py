@@ -101,7 +101,7 @@ def prepare(
     now: float,
     index: IndexSpec | None,
     default_ttl: Any,
-    sizes: PrefixSizes | None = None,
+    sizes: PrefixSizes,
 ) -> Prepared:
     """Check every operation (nothing runs when one is bad) and plan the reads; keep
     the last put of each key, its value checked and written as JSON text, its texts to
@@ -222,13 +222,12 @@ def finish(
     return batch
 
 
-def _search_plan(op: SearchOp, index: IndexSpec | None, sizes: PrefixSizes | None) -> SearchPlan:
+def _search_plan(op: SearchOp, index: IndexSpec | None, sizes: PrefixSizes) -> SearchPlan:
     limit, offset = _count("limit", op.limit), _count("offset", op.offset)
     prefix = namespaces.encode(op.namespace_prefix, prefix=True)
     flt = compile_filter(op.filter)
     text = op.query if op.query and index else None
-    shared = {} if sizes is None else sizes  # a plan of its own without a store
-    return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text, sizes=shared)
+    return SearchPlan(prefix, flt, limit, offset, bool(op.refresh_ttl), text, sizes=sizes)
 
 
 def _count(name: str, value: object) -> int:
