@@ -22,6 +22,15 @@ the full door:
   execution options the lane does not know, never takes it;
 - only operations marked :func:`capable` take it: one statement, or reads.
 
+On a sync SQLite engine with a ``QueuePool`` and no per-checkout work (no ``checkout``,
+``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``), the lane
+keeps one connection checked out between calls, as ``SqliteSaver`` and ``SqliteStore``
+keep theirs: a call costs no checkout and check-in (the pool's queue, its fairy and its
+reset were a third of a lone ``get``). A thread that finds it busy goes through the pool;
+a call that was interrupted, invalidated the connection or left a transaction open gives
+it back to the pool (reset there); a disposed pool's is closed, a parent's seen after a
+fork is left alone; the owner's ``close`` returns it (:meth:`Lane.release`).
+
 Transactions are the same as through the full door: on PostgreSQL the connection is set
 to AUTOCOMMIT for the statement and reset after it (what the ``isolation_level`` execution
 option does), on SQLite the statement runs in the driver's autocommit mode (our engines
@@ -33,11 +42,14 @@ older ones), through a ``Connection`` made around the checked-out connection onl
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from langgraph.checkpoint.sqlalchemy.dialects import NO_TRANSACTION_OPTION, WRITE_OPTION
 from sqlalchemy import Connection, Engine
+from sqlalchemy.pool import QueuePool
 
 __all__ = ["CAPABLE", "Detour", "Lane", "LaneConnection", "capable"]
 
@@ -126,12 +138,22 @@ class Lane:
             module).
     """
 
-    __slots__ = ("_autocommit", "_begin", "_options", "dialect", "engine", "pool")
+    __slots__ = (
+        "_autocommit",
+        "_begin",
+        "_forked",
+        "_held",
+        "_held_lock",
+        "_held_pid",
+        "_holds",
+        "_options",
+        "dialect",
+        "engine",
+    )
 
     def __init__(self, engine: Engine, options: Mapping[Any, Mapping[str, Any]]) -> None:
         self.engine = engine
         self.dialect = engine.dialect
-        self.pool = engine.pool
         base = dict(engine.get_execution_options())
         self._options: dict[Any, dict[str, Any] | None] = {}
         self._autocommit: dict[Any, bool] = {}
@@ -144,6 +166,13 @@ class Lane:
         # The dialect's own begin listener (SQLite's BEGIN IMMEDIATE) skips one-statement
         # accesses; any other begin listener closes the lane.
         self._begin = tuple(engine.dispatch.begin)
+        self._holds = _holds(engine)
+        self._held: Any = None
+        self._held_pid = 0
+        self._held_lock = threading.Lock()
+        #: Held connections of a parent process, seen after a fork: kept, never used or
+        #: closed here (the parent's; what ``Engine.dispose(close=False)`` does).
+        self._forked: list[Any] = []
 
     def open(self, access: Any) -> bool:
         """Whether ``access`` may take the lane now (no listener it would skip, no SQL
@@ -168,9 +197,14 @@ class Lane:
         """
         options = self._options[access]
         assert options is not None
+        if self._holds and self._held_lock.acquire(blocking=False):
+            try:
+                return self._run_held(options, write, op, args)
+            finally:
+                self._held_lock.release()
         error = self.dialect.loaded_dbapi.Error
         try:
-            fairy = self.pool.connect()
+            fairy = self.engine.pool.connect()
         except error as e:
             Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
             raise
@@ -206,3 +240,78 @@ class Lane:
         finally:
             fairy.close()
         return result
+
+    def _run_held(
+        self, options: Mapping[str, Any], write: bool, op: Callable[..., Any], args: tuple[Any, ...]
+    ) -> Any:
+        """:meth:`run` on the held connection (the caller holds ``_held_lock``): checked
+        out once and kept, so that a call costs no checkout and check-in. Dropped (back
+        to the pool, reset) when it was invalidated, left a transaction open or was
+        interrupted; replaced when the engine's pool was recreated (``dispose``)."""
+        fairy = self._held
+        pool = self.engine.pool
+        if fairy is not None and (self._held_pid != os.getpid() or fairy._pool is not pool):
+            if self._held_pid != os.getpid():
+                self._forked.append(fairy)  # the parent's: neither used nor closed here
+            else:
+                fairy.invalidate()  # of a disposed pool: closed, not returned to it
+            fairy = self._held = None
+        if fairy is None:
+            try:
+                fairy = pool.connect()
+            except self.dialect.loaded_dbapi.Error as e:
+                Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
+                raise
+            self._held, self._held_pid = fairy, os.getpid()
+        keep = False
+        try:
+            conn = LaneConnection(self.engine, fairy, options)
+            try:
+                result = op(conn, *args)
+                if write:
+                    fairy.commit()
+            except self.dialect.loaded_dbapi.Error as e:  # outside a statement: commit
+                conn._handle_dbapi_exception(e, None, None, None, None)
+            except Detour:
+                if write and conn.ran:
+                    raise RuntimeError(
+                        f"{op.__name__} needs Connection.execute after its first "
+                        "statement: it must not be marked capable"
+                    ) from None
+                keep = fairy.is_valid
+                raise
+            keep = fairy.is_valid and not fairy.dbapi_connection.in_transaction
+            return result
+        except Exception:
+            keep = keep or (fairy.is_valid and not fairy.dbapi_connection.in_transaction)
+            raise
+        finally:
+            if not keep:
+                self._held = None
+                fairy.close()
+
+    def release(self) -> None:
+        """Return the held connection to the pool (the owner's ``close``, before the
+        engine's ``dispose``); the next call checks out another."""
+        with self._held_lock:
+            fairy, self._held = self._held, None
+            if fairy is not None and self._held_pid == os.getpid():
+                fairy.close()
+
+
+def _holds(engine: Engine) -> bool:
+    """Whether a lane keeps its connection checked out between calls: a sync SQLite
+    engine on a ``QueuePool`` (each connection a file handle, no server to lose it, no
+    per-checkout work wanted: no ``checkout``, ``checkin`` or ``reset`` listener, no
+    ``pool_pre_ping``, no ``pool_recycle``). The statements of a lane run in the driver's
+    autocommit mode, so nothing stays open on it between calls (checked after each)."""
+    pool = engine.pool
+    dispatch: Any = pool.dispatch
+    return (
+        engine.dialect.name == "sqlite"
+        and not engine.dialect.is_async
+        and isinstance(pool, QueuePool)
+        and not (dispatch.checkout or dispatch.checkin or dispatch.reset)
+        and not pool._pre_ping
+        and pool._recycle < 0
+    )
