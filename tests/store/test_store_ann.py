@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from langgraph.store.base import PutOp
+from langgraph.store.base import GetOp, PutOp, SearchOp
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
@@ -333,6 +333,32 @@ def test_a_lone_search_is_one_statement_that_sets_the_index_options_itself(pg: s
         with engine.connect() as conn:
             assert conn.execute(text("SHOW hnsw.ef_search")).scalar() == "40"
     engine.dispose()
+
+
+def test_a_lone_search_takes_the_short_door(pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone vector search runs on a pooled connection without a ``Connection`` object,
+    as a lone ``get`` does, and finds what the full door finds."""
+    from langgraph.checkpoint.sqlalchemy._engine.lane import Lane
+
+    index: Any = {"dims": 16, "embed": HashEmbeddings(16), "fields": ["text"]}
+    with SQLAlchemyStore.from_conn_string(pg, index=index) as store:
+        store.setup()
+        _fill(store, 300)
+        store.search(("docs",), query="cat", limit=5)  # probes the prefix once
+        real, runs = Lane.run, []
+
+        def counting(self: Lane, *args: Any) -> Any:
+            runs.append(args[2].__name__)
+            return real(self, *args)
+
+        monkeypatch.setattr(Lane, "run", counting)
+        found = store.search(("docs",), query="river moon", limit=5)
+        assert runs == ["run_alone"]
+        monkeypatch.undo()
+        full = store.batch(
+            [SearchOp(("docs",), query="river moon", limit=5), GetOp(("docs",), "nothing")]
+        )[0]
+        assert [(it.key, it.score) for it in found] == [(it.key, it.score) for it in full]
 
 
 def test_the_generic_plan_of_a_prefix_search_walks_the_index(pg: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._scan import COLUMNS, Found, Named, many_under, readable
@@ -164,9 +165,10 @@ def nearest(
         params["b_low"], params["b_high"] = namespaces.bounds(plan.prefix)
     # An item has a row a field it embeds; a filter the SQL only narrows drops some.
     rows_wanted = wanted * max(1, spec.fields) * (1 if plan.filter.exact else 2)
+    compile_key = qb.compile_key(conn.dialect)
     while True:
         params["b_rows"] = rows_wanted
-        rows = conn.execute(stmt, params).all()
+        rows = cursor.rows(conn, stmt, params, compile_key)
         best: dict[tuple[str, str], tuple[float, Any]] = {}
         for row in rows:
             k = (str(row[0]), str(row[1]))

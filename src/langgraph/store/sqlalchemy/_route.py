@@ -27,9 +27,11 @@ __all__ = ["route", "run_alone"]
 
 @capable
 def run_alone(conn: Connection, qb: QueryBuilder, batch: Batch) -> BatchResult:
-    """:func:`._reads.run_batch` of a batch of one statement (a lone get, or a lone put
-    written in one statement): every statement through the driver's cursor, so that it
-    may run on the short door."""
+    """:func:`._reads.run_batch` of a batch of one statement (a lone get, a lone vector
+    search by the database's column, or a lone put written in one statement): its
+    statements through the driver's cursor, so that it may run on the short door (a
+    read that needs ``Connection.execute``, such as a prefix's first count or the items
+    without vectors that follow the scored ones, goes on through the full door)."""
     return run_batch(conn, qb, batch)
 
 
@@ -43,6 +45,6 @@ def route(qb: QueryBuilder, batch: Batch) -> tuple[Access, Callable[..., Any]]:
         if not batch.reads and _items.one_statement(qb, batch.puts):
             return Access.WRITE_ONE, run_alone
         return Access.WRITE, run_batch
-    if batch.one_get:
+    if batch.one_get or batch.one_native_search:
         return Access.READ_ONE, run_alone
-    return (Access.READ_ONE if batch.one_native_search else Access.READ), run_batch
+    return Access.READ, run_batch
