@@ -136,7 +136,10 @@ def check_store(graph: Any, saver: SQLAlchemySaver, invokes: list[int], per_invo
         state = graph.get_state(cfg(f"load-{w}")).values
         assert state["count"] == n
         assert state["log"] == ["first", "second"] * n
-    assert saver.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    # The sync short door keeps one connection between calls where it may
+    # (tests/engine/test_held_connection.py); nothing else stays checked out.
+    kept = 0 if saver._runner.sync.lane._held is None else 1
+    assert saver.engine.pool.checkedout() == kept  # type: ignore[attr-defined]
     assert saver.async_engine.sync_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     started = time.monotonic()
     assert saver.get_tuple(cfg("load-0")) is not None

@@ -22,14 +22,18 @@ the full door:
   execution options the lane does not know, never takes it;
 - only operations marked :func:`capable` take it: one statement, or reads.
 
-On a sync SQLite engine with a ``QueuePool`` and no per-checkout work (no ``checkout``,
-``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``), the lane
-keeps one connection checked out between calls, as ``SqliteSaver`` and ``SqliteStore``
-keep theirs: a call costs no checkout and check-in (the pool's queue, its fairy and its
-reset were a third of a lone ``get``). A thread that finds it busy goes through the pool;
-a call that was interrupted, invalidated the connection or left a transaction open gives
-it back to the pool (reset there); a disposed pool's is closed, a parent's seen after a
-fork is left alone; the owner's ``close`` returns it (:meth:`Lane.release`).
+On a sync engine with a ``QueuePool`` and no per-checkout work (no ``checkout``,
+``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``), where the
+dialect tells whether a connection is in a transaction
+(:data:`~.dialects.base.IDLE_OPTION`: SQLite, PostgreSQL), the lane keeps one connection
+checked out between calls, as ``SqliteSaver`` and ``SqliteStore`` keep theirs: a call
+costs no checkout and check-in (the pool's queue, its fairy and its reset were a third
+of a lone ``get`` on SQLite) and, on PostgreSQL, no AUTOCOMMIT toggles (set once while
+held). A thread that finds it busy goes through the pool; a call that was interrupted,
+invalidated the connection (a lost server: the retry then goes through the pool) or left
+a transaction open gives it back to the pool (reset there); a disposed pool's is closed,
+a parent's seen after a fork is left alone; the owner's ``close`` returns it
+(:meth:`Lane.release`).
 
 Transactions are the same as through the full door: on PostgreSQL the connection is set
 to AUTOCOMMIT for the statement and reset after it (what the ``isolation_level`` execution
@@ -47,7 +51,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
-from langgraph.checkpoint.sqlalchemy.dialects import NO_TRANSACTION_OPTION, WRITE_OPTION
+from langgraph.checkpoint.sqlalchemy.dialects import (
+    IDLE_OPTION,
+    NO_TRANSACTION_OPTION,
+    WRITE_OPTION,
+)
 from sqlalchemy import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
@@ -60,7 +68,9 @@ CAPABLE: set[Callable[..., Any]] = set()
 
 #: Execution options the lane reproduces: the schema map (read by the compiled
 #: statements), AUTOCOMMIT (set around the statement) and our own markers.
-_KNOWN = frozenset({"schema_translate_map", "isolation_level", NO_TRANSACTION_OPTION, WRITE_OPTION})
+_KNOWN = frozenset(
+    {"schema_translate_map", "isolation_level", NO_TRANSACTION_OPTION, WRITE_OPTION, IDLE_OPTION}
+)
 
 #: Engine events a lane would not fire (``begin`` is checked against the dialect's own).
 _SKIPPED = (
@@ -146,6 +156,7 @@ class Lane:
         "_held_lock",
         "_held_pid",
         "_holds",
+        "_idle",
         "_options",
         "dialect",
         "engine",
@@ -166,7 +177,21 @@ class Lane:
         # The dialect's own begin listener (SQLite's BEGIN IMMEDIATE) skips one-statement
         # accesses; any other begin listener closes the lane.
         self._begin = tuple(engine.dispatch.begin)
-        self._holds = _holds(engine)
+        # The held connection (see the module): the dialect's idle check, the same for
+        # both accesses, as is their AUTOCOMMIT (kept on the held connection).
+        idles = {id(o.get(IDLE_OPTION)) for o in self._options.values() if o is not None}
+        modes = set(self._autocommit.values())
+        first = next(iter(self._options.values()), None)
+        self._idle: Callable[[Any], bool | None] | None = (
+            first.get(IDLE_OPTION) if first is not None else None
+        )
+        self._holds = (
+            self._idle is not None
+            and None not in self._options.values()
+            and len(idles) == 1
+            and len(modes) == 1
+            and _holds(engine)
+        )
         self._held: Any = None
         self._held_pid = 0
         self._held_lock = threading.Lock()
@@ -199,7 +224,10 @@ class Lane:
         assert options is not None
         if self._holds and self._held_lock.acquire(blocking=False):
             try:
-                return self._run_held(options, write, op, args)
+                if not _pool_listened(self.engine.pool):
+                    return self._run_held(access, options, write, op, args)
+                if self._held is not None:  # a pool listener came since: per-call checkouts
+                    self._give_back(self._held, access)
             finally:
                 self._held_lock.release()
         error = self.dialect.loaded_dbapi.Error
@@ -242,26 +270,36 @@ class Lane:
         return result
 
     def _run_held(
-        self, options: Mapping[str, Any], write: bool, op: Callable[..., Any], args: tuple[Any, ...]
+        self,
+        access: Any,
+        options: Mapping[str, Any],
+        write: bool,
+        op: Callable[..., Any],
+        args: tuple[Any, ...],
     ) -> Any:
         """:meth:`run` on the held connection (the caller holds ``_held_lock``): checked
-        out once and kept, so that a call costs no checkout and check-in. Dropped (back
-        to the pool, reset) when it was invalidated, left a transaction open or was
-        interrupted; replaced when the engine's pool was recreated (``dispose``)."""
+        out once (and set to AUTOCOMMIT once, where the accesses are) and kept, so that a
+        call costs no checkout, check-in or isolation toggles. Given back (reset) when it
+        was invalidated, left a transaction open or was interrupted; closed when the
+        engine's pool was recreated (``dispose``)."""
         fairy = self._held
-        pool = self.engine.pool
-        if fairy is not None and (self._held_pid != os.getpid() or fairy._pool is not pool):
+        if fairy is not None and (
+            self._held_pid != os.getpid() or fairy._pool is not self.engine.pool
+        ):
             if self._held_pid != os.getpid():
                 self._forked.append(fairy)  # the parent's: neither used nor closed here
             else:
                 fairy.invalidate()  # of a disposed pool: closed, not returned to it
             fairy = self._held = None
         if fairy is None:
-            try:
-                fairy = pool.connect()
-            except self.dialect.loaded_dbapi.Error as e:
-                Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
-                raise
+            fairy = self._checkout()
+            if self._autocommit[access]:
+                try:
+                    self.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
+                except BaseException:
+                    fairy.invalidate()
+                    fairy.close()
+                    raise
             self._held, self._held_pid = fairy, os.getpid()
         keep = False
         try:
@@ -278,40 +316,76 @@ class Lane:
                         f"{op.__name__} needs Connection.execute after its first "
                         "statement: it must not be marked capable"
                     ) from None
-                keep = fairy.is_valid
+                keep = self._reusable(fairy)
                 raise
-            keep = fairy.is_valid and not fairy.dbapi_connection.in_transaction
+            keep = self._reusable(fairy)
             return result
         except Exception:
-            keep = keep or (fairy.is_valid and not fairy.dbapi_connection.in_transaction)
+            keep = keep or self._reusable(fairy)
             raise
         finally:
             if not keep:
-                self._held = None
-                fairy.close()
+                self._give_back(fairy, access)
+
+    def _checkout(self) -> Any:
+        try:
+            return self.engine.pool.connect()
+        except self.dialect.loaded_dbapi.Error as e:
+            Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
+            raise
+
+    def _reusable(self, fairy: Any) -> bool:
+        """Whether the held connection may serve the next call: valid and idle."""
+        assert self._idle is not None
+        if not fairy.is_valid:
+            return False
+        idle = self._idle(fairy.dbapi_connection)
+        if idle is None:  # the driver cannot tell: hold no more
+            self._holds = False
+        return bool(idle)
+
+    def _give_back(self, fairy: Any, access: Any) -> None:
+        """Return the held connection to the pool, its isolation level reset (the pool
+        rolls back what it left open)."""
+        self._held = None
+        if self._autocommit[access] and fairy.is_valid:
+            try:
+                self.dialect.reset_isolation_level(fairy.dbapi_connection)
+            except self.dialect.loaded_dbapi.Error:
+                fairy.invalidate()
+        fairy.close()
 
     def release(self) -> None:
         """Return the held connection to the pool (the owner's ``close``, before the
         engine's ``dispose``); the next call checks out another."""
         with self._held_lock:
-            fairy, self._held = self._held, None
-            if fairy is not None and self._held_pid == os.getpid():
-                fairy.close()
+            fairy = self._held
+            if fairy is None:
+                return
+            if self._held_pid != os.getpid():
+                self._held = None
+                self._forked.append(fairy)
+                return
+            self._give_back(fairy, next(iter(self._options)))
 
 
 def _holds(engine: Engine) -> bool:
-    """Whether a lane keeps its connection checked out between calls: a sync SQLite
-    engine on a ``QueuePool`` (each connection a file handle, no server to lose it, no
-    per-checkout work wanted: no ``checkout``, ``checkin`` or ``reset`` listener, no
-    ``pool_pre_ping``, no ``pool_recycle``). The statements of a lane run in the driver's
-    autocommit mode, so nothing stays open on it between calls (checked after each)."""
+    """Whether ``engine`` lets a lane keep its connection checked out between calls: a
+    sync engine on a ``QueuePool`` with no per-checkout work asked for (no ``checkout``,
+    ``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``). The
+    dialect must also give its idle check (:data:`~.dialects.base.IDLE_OPTION`)."""
     pool = engine.pool
-    dispatch: Any = pool.dispatch
     return (
-        engine.dialect.name == "sqlite"
-        and not engine.dialect.is_async
+        not engine.dialect.is_async
         and isinstance(pool, QueuePool)
-        and not (dispatch.checkout or dispatch.checkin or dispatch.reset)
+        and not _pool_listened(pool)
         and not pool._pre_ping
         and pool._recycle < 0
     )
+
+
+def _pool_listened(pool: Any) -> bool:
+    """Whether a listener wants each checkout (``checkout``, ``checkin``, ``reset``),
+    checked at each call: one registered after the lane was made counts too."""
+    dispatch = pool.dispatch
+    return bool(dispatch.checkout or dispatch.checkin or dispatch.reset)

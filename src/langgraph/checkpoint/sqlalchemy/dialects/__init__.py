@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from langgraph.checkpoint.sqlalchemy.dialects._ann import AnnParams, VectorIndex
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
+    IDLE_OPTION,
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
     Binder,
@@ -27,6 +28,7 @@ from langgraph.checkpoint.sqlalchemy.errors import UnsupportedDialectError
 
 __all__ = [
     "DIALECTS",
+    "IDLE_OPTION",
     "NO_TRANSACTION_OPTION",
     "WRITE_OPTION",
     "AnnParams",

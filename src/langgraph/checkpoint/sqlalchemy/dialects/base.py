@@ -63,6 +63,11 @@ each parameter by its position, so that a statement built once serves every valu
 WRITE_OPTION = "lgsa_write"
 #: Execution option: read without an explicit transaction on SQLite (no ``BEGIN``).
 NO_TRANSACTION_OPTION = "lgsa_no_transaction"
+#: Execution option of the one-statement accesses: ``idle(dbapi_connection)``, whether
+#: the driver's connection is outside a transaction (None: the driver cannot tell). Where
+#: a dialect gives it, the engine's short door may keep its connection checked out
+#: between calls (``_engine.lane``), checking it is idle after each.
+IDLE_OPTION = "lgsa_idle"
 
 
 class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):

@@ -20,7 +20,7 @@ from langgraph.checkpoint.sqlalchemy._codec.metakeys import metadata_json_key
 from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import PostgreSQLJsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects._pgvector import PgVector
-from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects.base import IDLE_OPTION, Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.schema import locks
 from sqlalchemy import (
     JSON,
@@ -105,8 +105,9 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
         """``AUTOCOMMIT``: no transaction around a one-statement read or write, two round
-        trips fewer."""
-        return {"isolation_level": "AUTOCOMMIT"}
+        trips fewer; psycopg tells whether a connection is in a transaction
+        (:data:`~.base.IDLE_OPTION`)."""
+        return {"isolation_level": "AUTOCOMMIT", IDLE_OPTION: _idle}
 
     def one_namespace(
         self, table: Table, thread_id: Any, checkpoint_ns: Any
@@ -391,3 +392,16 @@ def _lock_key(kind: str, key: str) -> int:
 
 
 _MIGRATION_LOCK_KEY = zlib.crc32(b"langgraph-checkpoint-sqlalchemy/migrations")
+
+
+def _idle(dbapi_connection: Any) -> bool | None:
+    """Whether a psycopg (3 or 2) connection is outside a transaction (its transaction
+    status IDLE, 0 in both); None for another driver's."""
+    info = getattr(dbapi_connection, "info", None)
+    status = getattr(info, "transaction_status", None)
+    if status is None:
+        get = getattr(dbapi_connection, "get_transaction_status", None)
+        if get is None:
+            return None
+        status = get()
+    return int(status) == 0

@@ -28,6 +28,7 @@ from langgraph.checkpoint.sqlalchemy.dialects._json_filters import (
     tree_within,
 )
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
+    IDLE_OPTION,
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
     Binder,
@@ -224,8 +225,9 @@ class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
         """No ``BEGIN``/``ROLLBACK`` around a one-statement read: two driver calls fewer
-        (:data:`~.base.NO_TRANSACTION_OPTION`)."""
-        return {NO_TRANSACTION_OPTION: True}
+        (:data:`~.base.NO_TRANSACTION_OPTION`); the driver tells whether a connection is
+        in a transaction (:data:`~.base.IDLE_OPTION`)."""
+        return {NO_TRANSACTION_OPTION: True, IDLE_OPTION: _idle}
 
     def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
         """``(a = ? AND b = ?) OR ...``: SQLite turns a row-value IN list into a scan of
@@ -499,3 +501,11 @@ def _vec_loaded(connection: Connection) -> bool:
             loaded = False
         info["lgsa_sqlite_vec"] = loaded
     return bool(loaded)
+
+
+def _idle(dbapi_connection: Any) -> bool | None:
+    """Whether a ``sqlite3`` connection is outside a transaction (None for another
+    driver's)."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        return not dbapi_connection.in_transaction
+    return None

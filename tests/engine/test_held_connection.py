@@ -1,9 +1,10 @@
-"""On a SQLite file, the one-statement calls keep one connection checked out, and that
-keeps what the pool would have given them.
+"""On SQLite and PostgreSQL, the one-statement calls keep one connection checked out,
+and that keeps what the pool would have given them.
 
-A lone ``get``, ``put`` and graph-step statement of a sync SQLite engine run on a
-connection the short door keeps between calls (no checkout and check-in each), as
-``SqliteStore`` keeps its one connection. These tests defend what the pool gave:
+A lone ``get``, ``put`` and graph-step statement of a sync engine run on a connection
+the short door keeps between calls (no checkout and check-in each; on PostgreSQL no
+AUTOCOMMIT toggles), as ``SqliteStore`` keeps its one connection. These tests defend
+what the pool gave (each on a SQLite file and on PostgreSQL):
 
 - the connection goes back to the pool at ``close`` (nothing left checked out);
 - a call interrupted (Ctrl-C) or one that left a transaction open does not hand its
@@ -12,7 +13,9 @@ connection the short door keeps between calls (no checkout and check-in each), a
   others through the pool);
 - a pool listener or ``pool_pre_ping`` (per-checkout work the user asked for) turns the
   reuse off; a ``dispose()`` of the engine between calls is followed;
-- a process forked after calls uses a connection of its own.
+- a process forked after calls uses a connection of its own;
+- on PostgreSQL, a connection the server dropped is not used again, the call retried,
+  and the connection given back leaves AUTOCOMMIT.
 """
 
 from __future__ import annotations
@@ -29,18 +32,26 @@ from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Lane
 from langgraph.store.sqlalchemy import SQLAlchemyStore, _reads
 
 from ..checkpoints import next_checkpoint
+from ..provision import BACKENDS
 
 NS = ("memories", "u1")
+PLACES = [b for b in ("sqlite-file", "postgres") if b in BACKENDS]
 
 
-def _store(tmp_path: Any, **kwargs: Any) -> SQLAlchemyStore:
-    store = SQLAlchemyStore.from_conn_string(f"sqlite:///{tmp_path / 'store.sqlite'}", **kwargs)
+@pytest.fixture(params=PLACES)
+def url(request: pytest.FixtureRequest, fresh_databases: Any) -> str:
+    """A new, empty database: a SQLite file or a PostgreSQL database."""
+    return str(fresh_databases(request.param))
+
+
+def _store(url: str, **kwargs: Any) -> SQLAlchemyStore:
+    store = SQLAlchemyStore.from_conn_string(url, **kwargs)
     store.setup()
     return store
 
 
-def test_lone_calls_reuse_one_connection_returned_at_close(tmp_path: Any) -> None:
-    store = _store(tmp_path)
+def test_lone_calls_reuse_one_connection_returned_at_close(url: str) -> None:
+    store = _store(url)
     pool = store.engine.pool
     store.put(NS, "a", {"n": 1})
     for _ in range(20):
@@ -50,8 +61,8 @@ def test_lone_calls_reuse_one_connection_returned_at_close(tmp_path: Any) -> Non
     assert pool.checkedout() == 0
 
 
-def test_a_saver_step_reuses_it_and_returns_it_at_close(tmp_path: Any) -> None:
-    saver = SQLAlchemySaver.from_conn_string(f"sqlite:///{tmp_path / 'saver.sqlite'}")
+def test_a_saver_step_reuses_it_and_returns_it_at_close(url: str) -> None:
+    saver = SQLAlchemySaver.from_conn_string(url)
     saver.setup()
     pool = saver.engine.pool
     config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
@@ -65,9 +76,9 @@ def test_a_saver_step_reuses_it_and_returns_it_at_close(tmp_path: Any) -> None:
 
 
 def test_an_interrupted_call_does_not_pass_its_connection_on(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
+    store = _store(url)
     store.put(NS, "a", {"n": 1})
     store.get(NS, "a")
     pool = store.engine.pool
@@ -94,14 +105,14 @@ def test_an_interrupted_call_does_not_pass_its_connection_on(
 
 
 def test_a_transaction_left_open_is_not_passed_on(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(tmp_path)
+    store = _store(url)
     store.put(NS, "a", {"n": 1})
     real = _reads.get_one
 
     def opens(conn: Any, *args: Any) -> Any:
-        conn.connection.dbapi_connection.execute("BEGIN")
+        conn.connection.dbapi_connection.cursor().execute("BEGIN")
         return real(conn, *args)
 
     CAPABLE.add(opens)
@@ -117,8 +128,8 @@ def test_a_transaction_left_open_is_not_passed_on(
     store.close()
 
 
-def test_threads_at_once_each_get_their_own_answer(tmp_path: Any) -> None:
-    store = _store(tmp_path)
+def test_threads_at_once_each_get_their_own_answer(url: str) -> None:
+    store = _store(url)
     for i in range(8):
         store.put(NS, f"k{i}", {"n": i})
     errors: list[BaseException] = []
@@ -144,9 +155,21 @@ def test_threads_at_once_each_get_their_own_answer(tmp_path: Any) -> None:
     assert store.engine.pool.checkedout() == 0
 
 
+def test_a_pool_listener_added_later_gets_per_call_checkouts(url: str) -> None:
+    store = _store(url)
+    store.put(NS, "a", {"n": 1})
+    assert store.get(NS, "a") is not None
+    assert store.engine.pool.checkedout() == 1
+    checkouts: list[Any] = []
+    event.listen(store.engine, "checkout", lambda *a: checkouts.append(a))
+    for _ in range(3):
+        assert store.get(NS, "a") is not None
+    assert len(checkouts) == 3 and store.engine.pool.checkedout() == 0
+    store.close()
+
+
 @pytest.mark.parametrize("asked", ["checkout listener", "pool_pre_ping"])
-def test_per_checkout_work_the_user_asked_for_turns_reuse_off(tmp_path: Any, asked: str) -> None:
-    url = f"sqlite:///{tmp_path / 'user.sqlite'}"
+def test_per_checkout_work_the_user_asked_for_turns_reuse_off(url: str, asked: str) -> None:
     engine = create_engine(url, pool_pre_ping=asked == "pool_pre_ping")
     checkouts: list[Any] = []
     if asked == "checkout listener":
@@ -164,8 +187,8 @@ def test_per_checkout_work_the_user_asked_for_turns_reuse_off(tmp_path: Any, ask
     engine.dispose()
 
 
-def test_a_dispose_between_calls_is_followed(tmp_path: Any) -> None:
-    store = _store(tmp_path)
+def test_a_dispose_between_calls_is_followed(url: str) -> None:
+    store = _store(url)
     store.put(NS, "a", {"n": 1})
     store.get(NS, "a")
     old = store.engine.pool
@@ -177,7 +200,7 @@ def test_a_dispose_between_calls_is_followed(tmp_path: Any) -> None:
     assert store.engine.pool.checkedout() == 0
 
 
-def _child_get(path: str, out: Any) -> None:
+def _child_get(out: Any) -> None:
     store = _CHILD_STORE
     lane: Lane = store._runner.sync.lane
     parent_held = lane._held
@@ -191,15 +214,15 @@ _CHILD_STORE: Any = None
 @pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="no fork on this platform"
 )
-def test_a_forked_process_uses_a_connection_of_its_own(tmp_path: Any) -> None:
+def test_a_forked_process_uses_a_connection_of_its_own(url: str) -> None:
     global _CHILD_STORE
-    store = _CHILD_STORE = _store(tmp_path)
+    store = _CHILD_STORE = _store(url)
     try:
         store.put(NS, "a", {"n": 1})
         assert store.get(NS, "a") is not None
         ctx = multiprocessing.get_context("fork")
         out = ctx.Queue()
-        child = ctx.Process(target=_child_get, args=(str(tmp_path), out))
+        child = ctx.Process(target=_child_get, args=(out,))
         child.start()
         got = out.get(timeout=30)
         child.join(30)
@@ -209,3 +232,24 @@ def test_a_forked_process_uses_a_connection_of_its_own(tmp_path: Any) -> None:
     finally:
         _CHILD_STORE = None
         store.close()
+
+
+def test_a_connection_the_server_dropped_is_replaced(url: str) -> None:
+    if not url.startswith("postgresql"):
+        pytest.skip("a server to drop the connection")
+    store = _store(url)
+    store.put(NS, "a", {"n": 1})
+    assert store.get(NS, "a") is not None
+    lane: Lane = store._runner.sync.lane
+    held = lane._held
+    assert held is not None
+    pid = held.dbapi_connection.info.backend_pid
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+    assert store.get(NS, "a").value == {"n": 1}  # type: ignore[union-attr]
+    assert lane._held is not None and lane._held is not held
+    kept = lane._held.dbapi_connection
+    store.close()
+    assert not kept.autocommit  # given back as the pool's others are
+    admin.dispose()
