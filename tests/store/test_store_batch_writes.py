@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langgraph.store.base import PutOp
+import pytest
+from langgraph.store.base import InvalidNamespaceError, PutOp
 
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
@@ -61,3 +62,28 @@ def test_a_store_without_index_removes_the_vectors_of_the_items_it_puts(
         assert embedded == {("ns", "k3")}
     finally:
         plain.close()
+
+
+def test_a_put_alone_writes_what_a_batch_of_one_writes(
+    store_factory: Callable[..., SQLAlchemyStore],
+) -> None:
+    """``put`` takes its own short path when it has nothing to embed: the same default
+    TTL, the same vectors removed, the same namespace rules as ``batch``."""
+    index: Any = {"dims": 8, "embed": HashEmbeddings(8), "fields": ["text"]}
+    store = store_factory(index=index, ttl={"default_ttl": 30.0})
+    store.put(("ns",), "a", {"text": "hello"})  # embeds: the batch's plan
+    store.batch([PutOp(("ns",), "b", {"text": "hello"}, ttl=30.0)])
+    assert store.stats().vectors == 2
+    store.put(("ns",), "a", {"text": "bye"}, index=False)  # nothing to embed
+    store.batch([PutOp(("ns",), "b", {"text": "bye"}, index=False, ttl=30.0)])
+    held, embedded = store.held([("ns", "a"), ("ns", "b")], with_vectors=True)
+    assert held[("ns", "a")][6] == held[("ns", "b")][6] == 30.0
+    assert held[("ns", "a")][5] is not None and not embedded
+    assert store.stats().vectors == 0
+    store.put(("ns",), "a", {"v": 1}, index=False, ttl=None)
+    held, _ = store.held([("ns", "a")])
+    assert held[("ns", "a")][5] is None and held[("ns", "a")][6] is None
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("langgraph", "x"), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        store.put((), "k", {"v": 1})

@@ -15,17 +15,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
+    InvalidNamespaceError,
     Item,
+    NotProvided,
     Op,
+    PutOp,
     Result,
     TTLConfig,
 )
@@ -357,6 +361,49 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         if refresh:
             self._runner.run(Access.WRITE, _items.refresh_ttl, ([(plan.namespace, plan.key)], now))
         return item
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> None:
+        """Store or replace one item, as ``batch([PutOp(...)])`` does. A put with nothing
+        to embed that the dialect writes in one statement (PostgreSQL: the vectors'
+        delete in the upsert's ``WITH`` clause) runs without the batch's plan, on the
+        engine's short door where it may.
+
+        Args:
+            namespace: The item's namespace.
+            key: Its key.
+            value: Its value, a mapping of JSON values.
+            index: The fields to embed (None: the index config's, False: none).
+            ttl: Minutes until it expires (None: never; default: the TTL config's
+                ``default_ttl``).
+
+        Raises:
+            InvalidNamespaceError, TypeError, ValueError, StoreRequestError: As
+                :meth:`batch`.
+            CheckpointConnectionError: The database stayed unreachable.
+        """
+        if isinstance(namespace, tuple) and namespace[:1] == ("langgraph",):
+            # BaseStore.put's rule (not the batch's): LangGraph's own root label
+            raise InvalidNamespaceError(
+                f'Root label for namespace cannot be "langgraph". Got: {namespace}'
+            )
+        if isinstance(ttl, NotProvided):
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        prepared = self._prepare([PutOp(namespace, str(key), value, index, ttl=ttl)])
+        if not prepared.texts:
+            batch = self._finish(prepared, [], {})
+            access, run = route(self._qb, batch)
+            if access is Access.WRITE_ONE:
+                self._runner.run(access, run, (self._qb, batch))
+                return
+        self._runner.drive(self._batch_plan(prepared))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: the same plan through the async door, the embedding
