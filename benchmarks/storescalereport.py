@@ -63,6 +63,8 @@ TARGETS: dict[tuple[str, str | None], list[tuple[str, str, float]]] = {
     ("search_range", None): [("growth", "<=", 1.5)],
     ("search_range_ns", None): [("growth", "<=", 1.5)],
     ("put_batch", None): [("ratio", "<=", 1.0)],  # time ratio <= 1: throughput >= 1.0x
+    ("get", "sqlite"): [("ratio", "<=", 1.2)],
+    ("put", "pgvector"): [("ratio", "<=", 1.0)],
 }
 
 

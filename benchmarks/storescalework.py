@@ -39,6 +39,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from .backends import Store as Place
+from .storework import same_durability
 
 __all__ = [
     "DIMS",
@@ -266,6 +267,7 @@ def open_store(impl: str, place: Place, index: dict[str, Any] | None) -> Iterato
         from langgraph.store.sqlite import SqliteStore
 
         with SqliteStore.from_conn_string(place.native, index=index) as sqlite_store:  # type: ignore[arg-type]
+            same_durability(sqlite_store)
             sqlite_store.setup()
             yield sqlite_store
     else:

@@ -56,6 +56,7 @@ def test_smoke_run_without_pgvector_says_why(
     judged = {(r["op"], c["what"]) for r in result["rows"] for c in r["targets"]}
     assert judged == {
         ("put_batch", "ratio"),
+        ("get", "ratio"),
         ("search_range", "growth"),
         ("search_range_ns", "growth"),
     }
