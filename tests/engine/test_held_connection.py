@@ -202,6 +202,9 @@ def test_a_dispose_between_calls_is_followed(url: str) -> None:
 
 def _child_get(out: Any) -> None:
     store = _CHILD_STORE
+    # SQLAlchemy's advice for a forked child: a new pool, the parent's connections left
+    # alone (not closed: a closed psycopg connection would end the parent's session).
+    store.engine.dispose(close=False)
     lane: Lane = store._runner.sync.lane
     parent_held = lane._held
     item = store.get(NS, "a")
