@@ -256,3 +256,28 @@ def test_a_connection_the_server_dropped_is_replaced(url: str) -> None:
     store.close()
     assert not kept.autocommit  # given back as the pool's others are
     admin.dispose()
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_pool_of_one_or_two_keeps_nothing(url: str, size: int) -> None:
+    """``setup()`` and every call work with a pool of one: nothing is kept from a pool
+    that could not spare it, so a call through the full door after a lone one never
+    waits for a connection (``pool_timeout`` 2 s here, 30 s by default)."""
+    engine = create_engine(url, pool_size=size, max_overflow=0, pool_timeout=2)
+    store = SQLAlchemyStore(engine)
+    store.setup()
+    store.put(NS, "a", {"n": 1})
+    assert store.get(NS, "a") is not None
+    assert engine.pool.checkedout() == 0
+    assert [it.key for it in store.search(NS)] == ["a"]  # a read transaction
+    store.close()
+    saver = SQLAlchemySaver.from_conn_string(url, pool_size=size, max_overflow=0, pool_timeout=2)
+    saver.setup()
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    cp, versions = next_checkpoint(saver, None, {"step": 0}, 0)
+    config = saver.put(config, cp, {"source": "loop", "step": 0}, versions)
+    assert saver.get_tuple(config) is not None
+    assert saver.engine.pool.checkedout() == 0
+    assert len(list(saver.list(None))) == 1
+    saver.close()
+    engine.dispose()

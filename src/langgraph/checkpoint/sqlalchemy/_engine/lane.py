@@ -22,7 +22,8 @@ the full door:
   execution options the lane does not know, never takes it;
 - only operations marked :func:`capable` take it: one statement, or reads.
 
-On a sync engine with a ``QueuePool`` and no per-checkout work (no ``checkout``,
+On a sync engine with a ``QueuePool`` of at least :data:`MIN_POOL` connections and no
+per-checkout work (no ``checkout``,
 ``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``), where the
 dialect tells whether a connection is in a transaction
 (:data:`~.dialects.base.IDLE_OPTION`: SQLite, PostgreSQL), the lane keeps one connection
@@ -59,7 +60,7 @@ from langgraph.checkpoint.sqlalchemy.dialects import (
 from sqlalchemy import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
-__all__ = ["CAPABLE", "Detour", "Lane", "LaneConnection", "capable"]
+__all__ = ["CAPABLE", "MIN_POOL", "Detour", "Lane", "LaneConnection", "capable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -369,15 +370,26 @@ class Lane:
             self._give_back(fairy, next(iter(self._options)))
 
 
+#: Fewest connections a pool must be able to open for a lane to keep one: the one kept,
+#: one for the full door, one for a migration's or the caller's own beside it. A pool of
+#: one or two (``setup()`` works with a pool of one) keeps nothing, so that a call through
+#: the full door never waits for the connection a lane keeps.
+MIN_POOL = 3
+
+
 def _holds(engine: Engine) -> bool:
     """Whether ``engine`` lets a lane keep its connection checked out between calls: a
-    sync engine on a ``QueuePool`` with no per-checkout work asked for (no ``checkout``,
-    ``checkin`` or ``reset`` listener, no ``pool_pre_ping``, no ``pool_recycle``). The
-    dialect must also give its idle check (:data:`~.dialects.base.IDLE_OPTION`)."""
+    sync engine on a ``QueuePool`` that can open :data:`MIN_POOL` connections, with no
+    per-checkout work asked for (no ``checkout``, ``checkin`` or ``reset`` listener, no
+    ``pool_pre_ping``, no ``pool_recycle``). The dialect must also give its idle check
+    (:data:`~.dialects.base.IDLE_OPTION`)."""
     pool = engine.pool
+    if not isinstance(pool, QueuePool):
+        return False
+    overflow = pool._max_overflow
     return (
         not engine.dialect.is_async
-        and isinstance(pool, QueuePool)
+        and (overflow < 0 or pool.size() + overflow >= MIN_POOL)
         and not _pool_listened(pool)
         and not pool._pre_ping
         and pool._recycle < 0
