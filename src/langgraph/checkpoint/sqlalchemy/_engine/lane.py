@@ -180,19 +180,15 @@ class Lane:
         self._begin = tuple(engine.dispatch.begin)
         # The held connection (see the module): the dialect's idle check, the same for
         # both accesses, as is their AUTOCOMMIT (kept on the held connection).
-        idles = {id(o.get(IDLE_OPTION)) for o in self._options.values() if o is not None}
-        modes = set(self._autocommit.values())
-        first = next(iter(self._options.values()), None)
-        self._idle: Callable[[Any], bool | None] | None = (
-            first.get(IDLE_OPTION) if first is not None else None
+        given = [o for o in self._options.values() if o is not None]
+        idle = given[0].get(IDLE_OPTION) if given else None
+        same = (
+            len(given) == len(self._options)
+            and all(o.get(IDLE_OPTION) is idle for o in given)
+            and len(set(self._autocommit.values())) == 1
         )
-        self._holds = (
-            self._idle is not None
-            and None not in self._options.values()
-            and len(idles) == 1
-            and len(modes) == 1
-            and _holds(engine)
-        )
+        self._idle: Callable[[Any], bool | None] | None = idle if same else None
+        self._holds = self._idle is not None and _holds(engine)
         self._held: Any = None
         self._held_pid = 0
         self._held_lock = threading.Lock()
@@ -227,48 +223,19 @@ class Lane:
             try:
                 if not _pool_listened(self.engine.pool):
                     return self._run_held(access, options, write, op, args)
-                if self._held is not None:  # a pool listener came since: per-call checkouts
-                    self._give_back(self._held, access)
+                held = self._current()
+                if held is not None:  # a pool listener came since: per-call checkouts
+                    self._give_back(held, access)
             finally:
                 self._held_lock.release()
-        error = self.dialect.loaded_dbapi.Error
+        fairy = self._checkout()
         try:
-            fairy = self.engine.pool.connect()
-        except error as e:
-            Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
-            raise
-        conn = LaneConnection(self.engine, fairy, options)
-        dialect = self.dialect
-        autocommit = self._autocommit[access]
-        dbapi_connection: Any = fairy.dbapi_connection
-        try:
-            try:
-                if autocommit:
-                    dialect.set_isolation_level(dbapi_connection, "AUTOCOMMIT")
-                try:
-                    result = op(conn, *args)
-                    if write:
-                        fairy.commit()
-                finally:
-                    if autocommit and fairy.is_valid:
-                        try:
-                            dialect.reset_isolation_level(dbapi_connection)
-                        except error:
-                            # Not to go back to the pool in AUTOCOMMIT: dropped (what
-                            # the pool does with a connection it cannot reset).
-                            fairy.invalidate()
-            except error as e:  # raised outside a statement: commit, AUTOCOMMIT on
-                conn._handle_dbapi_exception(e, None, None, None, None)
-            except Detour:
-                if write and conn.ran:
-                    raise RuntimeError(
-                        f"{op.__name__} needs Connection.execute after its first "
-                        "statement: it must not be marked capable"
-                    ) from None
-                raise
+            conn = LaneConnection(self.engine, fairy, options)
+            if self._autocommit[access]:
+                self._set_autocommit(conn, fairy)
+            return self._call(conn, fairy, write, op, args)
         finally:
-            fairy.close()
-        return result
+            self._return(fairy, access)
 
     def _run_held(
         self,
@@ -281,58 +248,84 @@ class Lane:
         """:meth:`run` on the held connection (the caller holds ``_held_lock``): checked
         out once (and set to AUTOCOMMIT once, where the accesses are) and kept, so that a
         call costs no checkout, check-in or isolation toggles. Given back (reset) when it
-        was invalidated, left a transaction open or was interrupted; closed when the
-        engine's pool was recreated (``dispose``)."""
-        fairy = self._held
-        if fairy is not None and (
-            self._held_pid != os.getpid() or fairy._pool is not self.engine.pool
-        ):
-            if self._held_pid != os.getpid():
-                self._forked.append(fairy)  # the parent's: neither used nor closed here
-            else:
-                fairy.invalidate()  # of a disposed pool: closed, not returned to it
-            fairy = self._held = None
+        was invalidated, left a transaction open or was interrupted."""
+        fairy = self._current()
+        fresh = fairy is None
         if fairy is None:
             fairy = self._checkout()
-            if self._autocommit[access]:
-                try:
-                    self.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
-                except BaseException:
-                    fairy.invalidate()
-                    fairy.close()
-                    raise
             self._held, self._held_pid = fairy, os.getpid()
-        keep = False
+        conn = LaneConnection(self.engine, fairy, options)
+        ready = False
         try:
-            conn = LaneConnection(self.engine, fairy, options)
-            try:
-                result = op(conn, *args)
-                if write:
-                    fairy.commit()
-            except self.dialect.loaded_dbapi.Error as e:  # outside a statement: commit
-                conn._handle_dbapi_exception(e, None, None, None, None)
-            except Detour:
-                if write and conn.ran:
-                    raise RuntimeError(
-                        f"{op.__name__} needs Connection.execute after its first "
-                        "statement: it must not be marked capable"
-                    ) from None
-                keep = self._reusable(fairy)
-                raise
-            keep = self._reusable(fairy)
-            return result
+            if fresh and self._autocommit[access]:
+                self._set_autocommit(conn, fairy)
+            ready = True
+            result = self._call(conn, fairy, write, op, args)
         except Exception:
-            keep = keep or self._reusable(fairy)
-            raise
-        finally:
-            if not keep:
+            if not (ready and self._reusable(fairy)):
                 self._give_back(fairy, access)
+            raise
+        except BaseException:  # interrupted: where the driver stood is unknown
+            self._give_back(fairy, access)
+            raise
+        if not self._reusable(fairy):
+            self._give_back(fairy, access)
+        return result
+
+    def _current(self) -> Any:
+        """The held connection, or None; one this process's pool cannot take back is
+        forgotten: a parent's seen after a fork kept unused (never closed here), a
+        disposed pool's closed (not returned to it)."""
+        fairy = self._held
+        if fairy is None:
+            return None
+        if self._held_pid != os.getpid():
+            self._forked.append(fairy)
+        elif fairy._pool is not self.engine.pool:
+            fairy.invalidate()
+        else:
+            return fairy
+        self._held = None
+        return None
 
     def _checkout(self) -> Any:
+        """A connection from the engine's current pool (a failure as SQLAlchemy wraps
+        it)."""
         try:
             return self.engine.pool.connect()
         except self.dialect.loaded_dbapi.Error as e:
             Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
+            raise
+
+    def _set_autocommit(self, conn: LaneConnection, fairy: Any) -> None:
+        try:
+            self.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
+        except self.dialect.loaded_dbapi.Error as e:
+            conn._handle_dbapi_exception(e, None, None, None, None)
+
+    def _call(
+        self,
+        conn: LaneConnection,
+        fairy: Any,
+        write: bool,
+        op: Callable[..., Any],
+        args: tuple[Any, ...],
+    ) -> Any:
+        """``op(conn, *args)``, a write committed; a driver error outside a statement
+        (the commit) through SQLAlchemy's handler."""
+        try:
+            result = op(conn, *args)
+            if write:
+                fairy.commit()
+            return result
+        except self.dialect.loaded_dbapi.Error as e:
+            conn._handle_dbapi_exception(e, None, None, None, None)
+        except Detour:
+            if write and conn.ran:
+                raise RuntimeError(
+                    f"{op.__name__} needs Connection.execute after its first "
+                    "statement: it must not be marked capable"
+                ) from None
             raise
 
     def _reusable(self, fairy: Any) -> bool:
@@ -346,9 +339,14 @@ class Lane:
         return bool(idle)
 
     def _give_back(self, fairy: Any, access: Any) -> None:
-        """Return the held connection to the pool, its isolation level reset (the pool
-        rolls back what it left open)."""
+        """Return the held connection to the pool (:meth:`_return`); held no more."""
         self._held = None
+        self._return(fairy, access)
+
+    def _return(self, fairy: Any, access: Any) -> None:
+        """Return a connection to the pool, its isolation level reset where ``access``
+        set AUTOCOMMIT; one that cannot be reset is dropped (what the pool does with a
+        connection it cannot reset). The pool rolls back what was left open."""
         if self._autocommit[access] and fairy.is_valid:
             try:
                 self.dialect.reset_isolation_level(fairy.dbapi_connection)
@@ -360,14 +358,9 @@ class Lane:
         """Return the held connection to the pool (the owner's ``close``, before the
         engine's ``dispose``); the next call checks out another."""
         with self._held_lock:
-            fairy = self._held
-            if fairy is None:
-                return
-            if self._held_pid != os.getpid():
-                self._held = None
-                self._forked.append(fairy)
-                return
-            self._give_back(fairy, next(iter(self._options)))
+            fairy = self._current()
+            if fairy is not None:
+                self._give_back(fairy, next(iter(self._options)))
 
 
 #: Fewest connections a pool must be able to open for a lane to keep one: the one kept,

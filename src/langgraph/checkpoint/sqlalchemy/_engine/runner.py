@@ -250,7 +250,6 @@ class Runner(SyncRunner):
         """Dispose the engines the owner made (shared ones when their last user
         closes); async pools are dropped without awaiting."""
         if self._disposes():
-            self.sync.lane.release()
             self._dispose_sync()
             self.per_loop.close(dispose_primary=self._owns(self.per_loop.primary))
         self._release_keeper()
@@ -259,7 +258,6 @@ class Runner(SyncRunner):
         """Dispose the engines the owner made (shared ones when their last user
         closes), closing async connections properly."""
         if self._disposes():
-            self.sync.lane.release()
             self._dispose_sync()
             await self.per_loop.aclose(dispose_primary=self._owns(self.per_loop.primary))
         self._release_keeper()
@@ -274,6 +272,7 @@ class Runner(SyncRunner):
         return release()
 
     def _dispose_sync(self) -> None:
+        self.sync.lane.release()  # its kept connection first: dispose leaves it alone
         for engine in self.owned:
             if not isinstance(engine, AsyncEngine):
                 engine.dispose()
