@@ -2,8 +2,8 @@
 backend, sync and async: ``SqliteStore``'s ``text_fields`` names the fields to embed as
 ``fields`` does (a single path too), ``store.embeddings`` is the ``Embeddings`` the
 config makes (None without one), and ``ttl["omit_expired"]`` is accepted (True or False:
-an expired item is never read either way). A config these rules refuse fails at
-construction, before any engine is made.
+an expired item is never read either way). A config these rules refuse (and HNSW
+parameters outside pgvector's bounds) fails at construction, before any engine is made.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from langgraph.checkpoint.sqlalchemy.dialects import AnnParams
 from langgraph.store.sqlalchemy import SQLAlchemyStore
+from langgraph.store.sqlalchemy.vectors import ann_params
 
 from ..conftest import Clock, HashEmbeddings, StoreDoor
 
@@ -52,6 +54,31 @@ def test_bad_field_paths_are_refused_before_any_engine(index: dict[str, Any]) ->
     config: Any = {"dims": 4, "embed": HashEmbeddings(4), **index}
     with pytest.raises(ValueError, match="fields"):
         SQLAlchemyStore.from_conn_string("postgresql://nobody@127.0.0.1:1/none", index=config)
+
+
+@pytest.mark.parametrize(
+    ("ann", "match"),
+    [
+        ({"m": 1}, "m must be an integer from 2 to 100"),
+        ({"m": 101}, "m must be an integer from 2 to 100"),
+        ({"ef_construction": 1001}, "ef_construction must be an integer from 4 to 1000"),
+        ({"ef_search": 0}, "ef_search must be an integer from 1 to 1000"),
+        ({"ef_search": True}, "ef_search must be an integer"),
+        ({"m": 16, "ef_construction": 31}, "at least twice m"),
+        ({"m": 48, "ef_construction": 95}, "at least twice m"),
+    ],
+)
+def test_hnsw_parameters_outside_pgvectors_bounds_are_refused_before_any_engine(
+    ann: dict[str, Any], match: str
+) -> None:
+    config: Any = {"dims": 4, "embed": HashEmbeddings(4), "ann_index_config": ann}
+    with pytest.raises(ValueError, match=match):
+        SQLAlchemyStore.from_conn_string("postgresql://nobody@127.0.0.1:1/none", index=config)
+
+
+def test_a_larger_m_alone_raises_the_default_ef_construction_to_twice_it() -> None:
+    assert ann_params({"m": 80}).ef_construction == 160
+    assert ann_params({"m": 8}).ef_construction == AnnParams().ef_construction
 
 
 async def test_embeddings_is_the_index_configs(store_factory: Any) -> None:

@@ -44,10 +44,8 @@ def probe(conn: Connection, qb: QueryBuilder, spec: IndexSpec) -> Native | None:
     if vi is None or not vi.enabled(conn, vectors):
         return None
     name = None
-    if spec.ann.kind == "hnsw":
-        name = vi.index_name(spec.dims, spec.distance, spec.ann)
-        if not vi.has_index(conn, vectors, name):
-            name = None
+    if spec.ann.kind == "hnsw":  # the config's index, or the one it replaces until built
+        name = vi.serving_index(conn, vectors, spec.dims, spec.distance, spec.ann)
     return Native(name, spec.dims, spec.distance, len(spec.fields), spec.ann)
 
 

@@ -127,18 +127,21 @@ def field_paths(config: Mapping[str, Any]) -> list[str]:
 
 
 _ANN_KEYS = {"kind", "vector_type", "m", "ef_construction", "ef_search"}
+#: pgvector's bounds of the HNSW parameters (``hnsw.c``: HNSW_MIN_M .. HNSW_MAX_M, ...).
+_ANN_BOUNDS = {"m": (2, 100), "ef_construction": (4, 1000), "ef_search": (1, 1000)}
 
 
 def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
     """An index config's ``ann_index_config`` checked: ``kind`` ``"hnsw"`` (the default,
     as ``PostgresStore``'s) or ``"flat"`` (no index), ``vector_type`` ``"vector"`` or
-    ``"halfvec"``, and HNSW's ``m``, ``ef_construction`` and ``ef_search`` (positive
-    integers; defaults 16, 64 and 100: pgvector's, but ``ef_search`` 100 for 40).
+    ``"halfvec"``, and HNSW's ``m``, ``ef_construction`` and ``ef_search`` (integers
+    within pgvector's bounds: ``m`` 2-100, ``ef_construction`` 4-1000 and at least twice
+    ``m``, ``ef_search`` 1-1000; defaults 16, 128 (or twice a given ``m``) and 40:
+    pgvector's, but ``ef_construction`` 128 for 64).
 
     Raises:
         ValueError: Another kind (``"ivfflat"`` is not supported: use ``"hnsw"``),
-            another vector type, an unknown key or a parameter that is not a positive
-            integer.
+            another vector type, an unknown key or a parameter out of its bounds.
     """
     if config is None:
         return AnnParams()
@@ -160,16 +163,25 @@ def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
             f"{vector_type!r} (pgvector's 'bit' and 'sparsevec' are not supported)"
         )
     numbers = {}
-    for name in ("m", "ef_construction", "ef_search"):
+    for name, (low, high) in _ANN_BOUNDS.items():
         if name not in config:
             continue
         value = config[name]
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 10_000:
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise ValueError(
-                f"ann_index_config {name} must be an integer from 1 to 10000, not {value!r}"
+                f"ann_index_config {name} must be an integer from {low} to {high} "
+                f"(pgvector's bounds), not {value!r}"
             )
         numbers[name] = value
-    return AnnParams(kind=str(kind), vector_type=str(vector_type), **numbers)
+    if "m" in numbers and "ef_construction" not in numbers:
+        numbers["ef_construction"] = max(AnnParams.ef_construction, 2 * numbers["m"])
+    params = AnnParams(kind=str(kind), vector_type=str(vector_type), **numbers)
+    if params.ef_construction < 2 * params.m:
+        raise ValueError(
+            f"ann_index_config ef_construction ({params.ef_construction}) must be at least "
+            f"twice m ({params.m}), as pgvector requires"
+        )
+    return params
 
 
 class IndexSpec:

@@ -30,18 +30,19 @@ class AnnParams:
             (float16: half the index size, up to 4,000 dimensions, slightly less precise
             distances; the stored embeddings stay float32).
         m: HNSW's connections a node per layer (pgvector's default 16).
-        ef_construction: HNSW's candidate list while building (pgvector's default 64).
-        ef_search: HNSW's candidate list while searching: 100, where pgvector's and
-            ``PostgresStore``'s is 40 (at 40, 5 of 11 builds of 100,000 clustered
-            vectors gave recall@10 under 0.95, as low as 0.895; at 100 none, for about
-            0.1 ms more a search on the server).
+        ef_construction: HNSW's candidate list while building: 128, where pgvector's
+            and ``PostgresStore``'s is 64 (on 100,000 clustered vectors, some builds at
+            64 left a query's nearest ten unreachable at any ``ef_search``; five at 128
+            found every true nearest ten at ``ef_search`` 40; inserts about 1.2-1.35x
+            slower).
+        ef_search: HNSW's candidate list while searching (pgvector's default 40).
     """
 
     kind: str = "hnsw"
     vector_type: str = "vector"
     m: int = 16
-    ef_construction: int = 64
-    ef_search: int = 100
+    ef_construction: int = 128
+    ef_search: int = 40
 
 
 class VectorIndex:
@@ -82,15 +83,21 @@ class VectorIndex:
         """The name of the index for ``dims``-sized vectors by ``distance``."""
         raise NotImplementedError
 
-    def has_index(self, connection: Connection, table: Table, name: str) -> bool:
-        """Whether the index ``name`` exists on ``table``."""
+    def serving_index(
+        self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
+    ) -> str | None:
+        """The name of a valid index that serves :meth:`distance` for ``dims``-sized
+        vectors by ``distance`` in ``params``' vector type: ``params``' own, else one
+        built with other build parameters (until :meth:`create_index` replaces it);
+        None when there is none."""
         raise NotImplementedError
 
     def create_index(
         self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
     ) -> str:
-        """Create (if absent) the index of ``dims``-sized vectors by ``distance``; its
-        name."""
+        """Create (if absent) the index of ``dims``-sized vectors by ``distance`` with
+        ``params``' build parameters, and drop the ones built for the same vectors with
+        other build parameters once it is valid; its name."""
         raise NotImplementedError
 
     #: The bound parameter of the query vector in :meth:`distance` (packed float32 bytes).

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sys
 from array import array
 from typing import Any
@@ -70,6 +71,8 @@ UNFILLED = "ix_lgsa_store_vectors_unfilled"
 _OPERATORS = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 _OPCLASSES = {"cosine": "cosine_ops", "l2": "l2_ops", "inner_product": "ip_ops"}
 _SHORT = {"cosine": "cos", "l2": "l2", "inner_product": "ip"}
+#: The end of an index name after ``..._m``: its ``m`` and ``ef_construction``.
+_BUILT = re.compile(r"[0-9]+_ef[0-9]+")
 
 
 def _text_of(blob: bytes) -> str:
@@ -248,8 +251,32 @@ class PgVector(VectorIndex):
             f"_m{int(params.m)}_ef{int(params.ef_construction)}"
         )
 
-    def has_index(self, connection: Connection, table: Table, name: str) -> bool:
-        return self._index_state(connection, table, name) is True
+    def serving_index(
+        self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
+    ) -> str | None:
+        states = self._family(connection, table, dims, distance, params)
+        name = self.index_name(dims, distance, params)
+        if states.get(name) is True:
+            return name
+        return next((n for n, valid in sorted(states.items()) if valid), None)
+
+    def _family(
+        self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
+    ) -> dict[str, bool]:
+        """The HNSW indexes of this module on ``table`` for ``dims``-sized vectors by
+        ``distance`` in ``params``' vector type, whatever their ``m`` and
+        ``ef_construction``, by name: whether each is valid."""
+        head = self.index_name(dims, distance, params).rsplit("_m", 1)[0] + "_m"
+        stmt = text(
+            "SELECT c.relname, i.indisvalid FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(:t)"
+        )
+        found = connection.execute(stmt, {"t": _qualified(connection, table)}).all()
+        return {
+            str(n): bool(v)
+            for n, v in found
+            if str(n).startswith(head) and _BUILT.fullmatch(str(n)[len(head) :])
+        }
 
     def _index_state(self, connection: Connection, table: Table, name: str) -> bool | None:
         """True: the index is valid; False: it exists but is invalid (an interrupted
@@ -261,12 +288,24 @@ class PgVector(VectorIndex):
         found = connection.execute(stmt, {"t": _qualified(connection, table), "n": name}).first()
         return None if found is None else bool(found[0])
 
+    def _drop(self, connection: Connection, table: Table, name: str) -> None:
+        """``DROP INDEX CONCURRENTLY IF EXISTS`` (``name``: one of this module's)."""
+        prep = connection.dialect.identifier_preparer
+        schema = _schema(connection, table)
+        qname = prep.quote(name)
+        if schema is not None:
+            qname = f"{prep.quote_schema(schema)}.{qname}"
+        connection.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {qname}"))
+
     def create_index(
         self, connection: Connection, table: Table, dims: int, distance: str, params: AnnParams
     ) -> str:
         """Build the HNSW index (``CREATE INDEX CONCURRENTLY``: ``connection`` must be in
-        autocommit mode). Dimensions over :data:`HNSW_MAX_DIMS` (``halfvec``:
-        :data:`HNSW_MAX_HALF_DIMS`) raise ValueError."""
+        autocommit mode), then drop the ones this module built for the same vectors with
+        other ``m`` or ``ef_construction`` (``DROP INDEX CONCURRENTLY``): searches use
+        the old index until the new one is valid. Dimensions over
+        :data:`HNSW_MAX_DIMS` (``halfvec``: :data:`HNSW_MAX_HALF_DIMS`) raise
+        ValueError."""
         kind = params.vector_type
         most = HNSW_MAX_HALF_DIMS if kind == "halfvec" else HNSW_MAX_DIMS
         if dims > most:
@@ -275,9 +314,42 @@ class PgVector(VectorIndex):
                 f"not {dims}: vector search scores every vector (in the database)"
             )
         name = self.index_name(dims, distance, params)
-        state = self._index_state(connection, table, name)
-        if state is True:
-            return name
+        family = self._family(connection, table, dims, distance, params)
+        state = family.pop(name, None)
+        if state is not True:
+            if any(family.values()):
+                log.warning(
+                    "building the HNSW index %s (m %d, ef_construction %d) to replace %s; "
+                    "searches use the old index until the new one is built",
+                    name,
+                    params.m,
+                    params.ef_construction,
+                    ", ".join(sorted(family)),
+                )
+            self._build(connection, table, dims, distance, params, name, state)
+        for other in sorted(family):  # built with other m / ef_construction: replaced
+            log.warning(
+                "dropping the HNSW index %s: the index config's is %s (m %d, ef_construction %d)",
+                other,
+                name,
+                params.m,
+                params.ef_construction,
+            )
+            self._drop(connection, table, other)
+        return name
+
+    def _build(
+        self,
+        connection: Connection,
+        table: Table,
+        dims: int,
+        distance: str,
+        params: AnnParams,
+        name: str,
+        state: bool | None,
+    ) -> None:
+        """Build the index ``name`` (``state``: :meth:`_index_state`'s)."""
+        kind = params.vector_type
         t = self.with_column(table)
         index = Index(
             name,
@@ -289,18 +361,12 @@ class PgVector(VectorIndex):
             postgresql_concurrently=True,
         )
         if state is False:  # left invalid by an interrupted build: not an index to trust
-            prep = connection.dialect.identifier_preparer
-            schema = _schema(connection, table)
-            qname = prep.quote(name)
-            if schema is not None:
-                qname = f"{prep.quote_schema(schema)}.{qname}"
-            connection.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {qname}"))
+            self._drop(connection, table, name)
         try:
             index.create(connection, checkfirst=False)
         except DBAPIError:
             if self._index_state(connection, table, name) is not True:
                 raise  # not a concurrent setup() that built it first
-        return name
 
     def distance(
         self,
