@@ -25,6 +25,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
+from langgraph.checkpoint.sqlalchemy.dialects import AnnParams
+
 from . import storescalework as w
 from .backends import Servers, analyze
 from .backends import Store as Place
@@ -153,7 +155,8 @@ def ops_of(place: str, store: str, vec_official: bool) -> tuple[str, ...]:
 
 class StoreScale:
     """The run: ``raw[(place, store, op)][size]`` = per-call seconds; ``load`` the
-    loading figures, ``recall`` recall@10 per vector store and size, ``skipped`` what
+    loading figures, ``recall`` recall@10 per vector store and size, ``walk`` the HNSW
+    index walks on the pgvector server (:meth:`walks`), ``skipped`` what
     did not run and why.
 
     Args:
@@ -190,6 +193,7 @@ class StoreScale:
         self.raw: dict[tuple[str, str, str], dict[int, list[float]]] = {}
         self.load: list[dict[str, Any]] = []
         self.recall: list[dict[str, Any]] = []
+        self.walk: list[dict[str, Any]] = []
         self.skipped: list[dict[str, str]] = []
         self.ann: dict[str, str | None] = {}
         self.vec_official = w.sqlite_vec_missing() is None
@@ -310,6 +314,8 @@ class StoreScale:
                             )
             if self.vectors:
                 self.recalls(place, opened)
+                if place == "pgvector":
+                    self.walks(made)
 
     def recalls(self, place: str, opened: dict[tuple[int, str], BaseStore]) -> None:
         """recall@10 of every vector store against :func:`.exact_top` (untimed)."""
@@ -339,6 +345,21 @@ class StoreScale:
                     }
                 )
                 self.log(f"recall@10 {place}/{store} at {size:,}: {sum(hits) / n:.3f}")
+
+    def walks(self, made: dict[tuple[int, str], Place]) -> None:
+        """The HNSW walk of each store's index on the server (:func:`.index_walk`), at
+        the ``ef_search`` its searches use (ours: the default; ``PostgresStore`` sets
+        none: pgvector's 40)."""
+        ef = {"ours": AnnParams().ef_search, "official": 40}
+        for (size, store), where in made.items():
+            if store not in ef:
+                continue
+            got = w.index_walk(where, store, ef[store])
+            self.walk.append({"store": store, "size": size, "ef_search": ef[store], **got})
+            self.log(
+                f"index walk {store} at {size:,}: {got['pages']:.0f} pages, "
+                f"{got['server_ms']:.3f} ms"
+            )
 
 
 def _time(calls: list[Callable[[], Any]], warm: int, budget: float) -> list[float]:

@@ -205,7 +205,36 @@ def tables(result: dict[str, Any]) -> str:
                 f"| {PLACE_NAMES[place]} | {name} | {queries} | " + " | ".join(cells) + " |"
             )
         parts.append("\n".join(lines))
+    if result.get("walk"):
+        parts.append(walk_table(result["walk"]))
     return "\n\n".join(parts)
+
+
+def walk_table(walk: list[dict[str, Any]]) -> str:
+    """The HNSW index walks on the pgvector server: pages and server time per size, with
+    their growth from the smallest size to the largest."""
+    sizes = sorted({r["size"] for r in walk})
+    head = " | ".join(_size(s) for s in sizes)
+    lines = [
+        "**the HNSW walk on the server** (`EXPLAIN (ANALYZE, BUFFERS)` of each store's index "
+        "as plain SQL, `ORDER BY` distance `LIMIT 10`, medians over the 20 queries)",
+        "",
+        f"| store | ef_search | pages: {head} | growth | server ms: {head} | growth |",
+        "|---|---:|" + "---:|" * (2 * len(sizes) + 2),
+    ]
+    seen: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in walk:
+        seen.setdefault(r["store"], {})[r["size"]] = r
+    for store, by in seen.items():
+        cells = [_store_name("pgvector", store), str(next(iter(by.values()))["ef_search"])]
+        for what, fmt in (("pages", "{:,.0f}"), ("server_ms", "{:.3f}")):
+            got = [by[s][what] if s in by else None for s in sizes]
+            cells += [fmt.format(g) if g is not None else "-" for g in got]
+            ends = (got[0], got[-1])
+            ok = len(sizes) > 1 and None not in ends and ends[0]
+            cells.append(f"{ends[1] / ends[0]:.2f}x" if ok else "-")  # type: ignore[operator]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def load_table(load: list[dict[str, Any]]) -> str:
@@ -285,6 +314,7 @@ def result_dict(run: StoreScale, head: dict[str, Any]) -> dict[str, Any]:
         "ann": run.ann,
         "load": run.load,
         "recall": run.recall,
+        "walk": run.walk,
         "skipped": run.skipped,
         "raw": [
             {"place": p, "store": s, "op": op, "seconds": {str(k): v for k, v in by.items()}}

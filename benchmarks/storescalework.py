@@ -22,7 +22,9 @@ called, so what main's store does is what is measured.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import statistics
 import sys
 import time
 import uuid
@@ -52,6 +54,7 @@ __all__ = [
     "exact_top",
     "expected_range",
     "fill",
+    "index_walk",
     "memory",
     "namespace",
     "op_calls",
@@ -379,3 +382,47 @@ def op_calls(
             partial(vector_keys, store, QUERIES[(round_ + k) % len(QUERIES)]) for k in range(calls)
         ]
     raise ValueError(op)
+
+
+# -- the index walk on the server ---------------------------------------------------------
+
+#: Each store's HNSW search as plain SQL on its own vectors table (``:q``: the query in
+#: pgvector's text form): the walk its index makes for ``LIMIT 10``, apart from the store.
+_WALKS = {
+    "ours": (  # DIMS: this module's integer constant
+        f"SELECT key FROM lgsa_store_vectors WHERE vector_dims(vec) = {DIMS} "  # noqa: S608
+        f"ORDER BY vec::vector({DIMS}) <=> CAST(:q AS vector({DIMS})) LIMIT 10"
+    ),
+    "official": "SELECT key FROM store_vectors ORDER BY embedding <=> CAST(:q AS vector) LIMIT 10",
+}
+
+
+def index_walk(place: Place, impl: str, ef_search: int) -> dict[str, float]:
+    """The HNSW walk of each query of :data:`QUERIES` on the server, by ``EXPLAIN
+    (ANALYZE, BUFFERS)`` of :data:`_WALKS`'s statement at ``ef_search``: the medians of
+    the buffers the index scan read (load-independent) and of the execution time (ms)."""
+    engine = create_engine(place.url, isolation_level="AUTOCOMMIT")
+    pages: list[int] = []
+    times: list[float] = []
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f"SET hnsw.ef_search = {int(ef_search)}"))
+            conn.execute(text("SET enable_seqscan = off"))  # the index, at any size
+            for vector in embed(list(QUERIES)):
+                q = "[" + ",".join(f"{v:.8f}" for v in vector) + "]"
+                plan = "\n".join(
+                    r[0]
+                    for r in conn.execute(
+                        text("EXPLAIN (ANALYZE, BUFFERS) " + _WALKS[impl]), {"q": q}
+                    )
+                )
+                scan = plan[plan.index("Index Scan") :]
+                found = re.search(r"shared hit=(\d+)(?: read=(\d+))?", scan)
+                timed = re.search(r"Execution Time: ([0-9.]+) ms", plan)
+                if found is None or timed is None:
+                    raise AssertionError(f"no index walk in the plan:\n{plan}")
+                pages.append(int(found[1]) + int(found[2] or 0))
+                times.append(float(timed[1]))
+    finally:
+        engine.dispose()
+    return {"pages": statistics.median(pages), "server_ms": statistics.median(times)}

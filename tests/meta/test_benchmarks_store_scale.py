@@ -86,3 +86,8 @@ def test_smoke_run_on_pgvector_scores_hnsw_beside_postgres_store() -> None:
     recall = {(r["store"], r["size"]): r["recall_at_10"] for r in result["recall"]}
     assert set(recall) == {(s, n) for s in ("ours", "ours_flat", "official") for n in SMOKE_SIZES}
     assert all(recall["ours_flat", n] == 1.0 for n in SMOKE_SIZES)
+    # the index walk of both HNSW stores, read off the server's plans
+    walk = {(r["store"], r["size"]): r for r in result["walk"]}
+    assert set(walk) == {(s, n) for s in ("ours", "official") for n in SMOKE_SIZES}
+    assert all(r["pages"] > 0 and r["server_ms"] > 0 for r in walk.values())
+    assert "the HNSW walk on the server" in markdown_section(json.loads(json.dumps(result)))
