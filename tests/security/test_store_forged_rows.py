@@ -1,18 +1,22 @@
 """A damaged or forged store row fails alone: ``get`` of it raises ``StoreDecodeError``,
 ``search`` of its namespace logs it and returns the other items, and the item can be
 deleted. Rows are forged by writing the tables directly, as someone with write access
-to the database could."""
+to the database could. JSON text of any shape reads as ``json.loads`` reads it, or as
+undecodable; a namespace is remembered as checked only once it passed."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import pytest
+from langgraph.store.base import InvalidNamespaceError
 from sqlalchemy import update
 
 from langgraph.checkpoint.sqlalchemy import StoreDecodeError, StoreRequestError
-from langgraph.store.sqlalchemy import SQLAlchemyStore, namespaces
+from langgraph.checkpoint.sqlalchemy.schema import Undecodable, _load_json
+from langgraph.store.sqlalchemy import SQLAlchemyStore, _prepared, namespaces
 from langgraph.store.sqlalchemy.tables import items
 
 NS = ("forged",)
@@ -88,3 +92,48 @@ async def test_a_forged_ttl_does_not_break_refreshing_reads(store_door: Any) -> 
     forge(store_door.store, "bad", {"ttl_minutes": 1e308})
     assert len(await store_door.search(NS, refresh_ttl=True)) == 2
     assert (await store_door.get(NS, "bad", refresh_ttl=True)).value == {"n": 2}
+
+
+#: JSON column text a forger may write, beside what the store writes: each read as
+#: ``json.loads`` reads it, or as ``Undecodable`` where it raises.
+STORED_TEXTS = [
+    '{"a": 1}',
+    ' {"a": 1} ',
+    '{"a": 1} x',
+    '{"a": 1}{"b": 2}',
+    "",
+    "[1, 2",
+    "\ufeff{}",
+    "[" * 100_000 + "]" * 100_000,
+    '{"a": NaN, "b": -Infinity}',
+    '"text"',
+    "1" * 5_000,
+]
+
+
+@pytest.mark.parametrize("stored", STORED_TEXTS, ids=range(len(STORED_TEXTS)))
+def test_json_text_reads_as_json_loads_reads_it_or_as_undecodable(stored: str) -> None:
+    got = _load_json(stored)
+    try:
+        want = json.loads(stored)
+    except (ValueError, RecursionError):
+        assert isinstance(got, Undecodable), got
+    else:
+        assert json.dumps(got) == json.dumps(want)
+
+
+async def test_a_namespace_checked_once_is_remembered_within_a_bound(
+    store_door: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_prepared, "MAX_CHECKED", 3)
+    monkeypatch.setattr(_prepared, "_CHECKED", {})
+    for i in range(10):
+        await store_door.put(("u", str(i)), "k", {"v": i})
+        assert (await store_door.get(("u", str(i)), "k")).value == {"v": i}
+        assert len(_prepared._CHECKED) <= 3
+    for _ in range(2):  # refused each time: only what passed is remembered
+        with pytest.raises(InvalidNamespaceError):
+            await store_door.get(("u.1",), "k")
+        with pytest.raises(InvalidNamespaceError):
+            await store_door.put(("u", "1\x01"), "k", {"v": 0})
+    assert await store_door.get(("u", "1"), "k") is not None

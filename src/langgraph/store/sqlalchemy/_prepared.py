@@ -41,7 +41,15 @@ from langgraph.store.sqlalchemy._shapes import (
 from langgraph.store.sqlalchemy.filters import compile_filter
 from langgraph.store.sqlalchemy.vectors import IndexSpec, field_name, pack, texts_to_embed
 
-__all__ = ["MAX_COUNT", "Prepared", "finish", "get_plan", "prepare"]
+__all__ = [
+    "MAX_CHECKED",
+    "MAX_COUNT",
+    "Prepared",
+    "finish",
+    "get_plan",
+    "item_namespace",
+    "prepare",
+]
 
 #: Largest ``limit``/``offset``/``max_depth`` accepted: what every dialect binds as an
 #: integer (a 64-bit one overflows SQLite and PostgreSQL's LIMIT).
@@ -166,17 +174,43 @@ def get_plan(op: GetOp) -> GetPlan:
     Raises:
         InvalidNamespaceError, TypeError, ValueError: A bad namespace or key.
     """
-    validate_op_namespace(op)  # labels: no ".", no NUL, not empty (LangGraph's rules)
-    ns = namespaces.encode(op.namespace)
+    ns = item_namespace(op.namespace)
     return GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
+
+
+#: Most namespaces :func:`item_namespace` remembers; past it, it starts again.
+MAX_CHECKED = 4096
+_CHECKED: dict[tuple[str, ...], str] = {}
+
+
+def item_namespace(namespace: tuple[str, ...]) -> str:
+    """An item's namespace checked (LangGraph's rules: labels not empty, without ``.``
+    or NUL; the store's: :func:`.namespaces.encode`) and encoded. A tuple of strings
+    that passed is remembered (at most :data:`MAX_CHECKED`): a store's calls name few
+    namespaces, each checked once.
+
+    Raises:
+        InvalidNamespaceError: A bad namespace.
+    """
+    if type(namespace) is tuple:
+        found = _CHECKED.get(namespace)
+        if found is not None:
+            return found
+    validate_op_namespace(GetOp(namespace, ""))
+    text = namespaces.encode(namespace)
+    if type(namespace) is tuple and all(type(label) is str for label in namespace):
+        if len(_CHECKED) >= MAX_CHECKED:
+            _CHECKED.clear()
+        _CHECKED[namespace] = text
+    return text
 
 
 def _put_namespace(op: PutOp) -> str:
     """A put's namespace checked (LangGraph's rules and the store's) and encoded."""
-    validate_op_namespace(op)
     if not op.namespace:
+        validate_op_namespace(op)
         raise InvalidNamespaceError("Namespace cannot be empty.")
-    return namespaces.encode(op.namespace)
+    return item_namespace(op.namespace)
 
 
 def finish(

@@ -72,9 +72,10 @@ class PutRow(NamedTuple):
     text: str | None = None
 
 
-@dataclass(frozen=True)
-class GetPlan:
-    """A ``GetOp``: namespace text, key, whether to refresh its TTL."""
+class GetPlan(NamedTuple):
+    """A ``GetOp``: namespace text, key, whether to refresh its TTL (a named tuple: made
+    at every ``get``, where a frozen dataclass's ``__init__`` costs three
+    ``object.__setattr__``)."""
 
     namespace: str
     key: str
@@ -179,10 +180,6 @@ class StoreStats:
     expired: int
 
 
-def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
-
-
 #: ``expires_at`` of an item that never expires, in conditions (:func:`alive`).
 NEVER = 1e300
 
@@ -198,10 +195,9 @@ def alive(now: Any) -> Any:
 
 def _value(row: Any) -> dict[str, Any]:
     value = row[2]
-    ns = namespaces.decode(row[0])
     if not isinstance(value, dict):
         cause = getattr(value, "error", None) or f"a JSON {type(value).__name__}, not an object"
-        raise StoreDecodeError(ns, str(row[1]), cause)
+        raise StoreDecodeError(namespaces.decode(row[0]), str(row[1]), cause)
     return value
 
 
@@ -209,7 +205,10 @@ def _times(row: Any) -> tuple[datetime, datetime]:
     """``created_at`` and ``updated_at`` of a row; a stored number that is no time (a
     forged 1e300, NaN, text) is :class:`StoreDecodeError`, never ``OverflowError``."""
     try:
-        return _when(row[3]), _when(row[4])
+        return (
+            datetime.fromtimestamp(float(row[3]), tz=timezone.utc),
+            datetime.fromtimestamp(float(row[4]), tz=timezone.utc),
+        )
     except (OverflowError, OSError, ValueError, TypeError) as e:
         raise StoreDecodeError(
             namespaces.decode(row[0]),

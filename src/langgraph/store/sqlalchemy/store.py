@@ -23,7 +23,6 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
-    GetOp,
     IndexConfig,
     InvalidNamespaceError,
     Item,
@@ -45,17 +44,18 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
     SchemaOutOfDateError,
 )
-from langgraph.store.sqlalchemy import _items, _nearest
+from langgraph.store.sqlalchemy import _items, _nearest, namespaces
 from langgraph.store.sqlalchemy._loading import StoredItem, load_rows, seconds
 from langgraph.store.sqlalchemy._options import check_indexed_fields, create_field_indexes
 from langgraph.store.sqlalchemy._options import check_omit_expired as _check_omit_expired
 from langgraph.store.sqlalchemy._options import ttl_minutes as _ttl_minutes
-from langgraph.store.sqlalchemy._prepared import Prepared, finish, get_plan, prepare
+from langgraph.store.sqlalchemy._prepared import Prepared, finish, item_namespace, prepare
 from langgraph.store.sqlalchemy._reads import get_one
 from langgraph.store.sqlalchemy._rounds import Rounds
 from langgraph.store.sqlalchemy._route import route
 from langgraph.store.sqlalchemy._shapes import (
     Batch,
+    GetPlan,
     Native,
     PrefixSizes,
     StoreStats,
@@ -355,7 +355,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """
         if refresh_ttl is None:
             refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
-        plan = get_plan(GetOp(namespace, str(key), refresh_ttl))
+        plan = GetPlan(item_namespace(namespace), namespaces.check_key(str(key)), refresh_ttl)
         now = self._now()
         item, refresh = self._runner.run(Access.READ_ONE, get_one, (self._qb, plan, now))
         if refresh:

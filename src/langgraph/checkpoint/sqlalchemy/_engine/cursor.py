@@ -276,8 +276,9 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
     """:func:`_run` with the driver's parameters made already."""
     if not conn.in_transaction():
         conn.begin()  # what Connection.execute's autobegin does (the dialect's hooks)
-    fairy: Any = conn.connection
-    cursor = fairy.cursor()
+    # a lane's DBAPI connection directly, not through the pool's proxy
+    held: Any = conn
+    cursor = held.dbapi.cursor() if type(held) is LaneConnection else held.connection.cursor()
     try:
         cursor.execute(c.sql, args)
         raw = cursor.fetchall() if c.row_type is not None else None
@@ -375,8 +376,9 @@ def execute_many(
     if not conn.in_transaction():
         conn.begin()
     args = [c.parameters(p) for p in params]
-    fairy: Any = conn.connection
-    cursor = fairy.cursor()
+    # a lane's DBAPI connection directly, not through the pool's proxy
+    held: Any = conn
+    cursor = held.dbapi.cursor() if type(held) is LaneConnection else held.connection.cursor()
     try:
         cursor.executemany(c.sql, args)
     except Exception as e:

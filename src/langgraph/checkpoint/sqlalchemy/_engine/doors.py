@@ -61,6 +61,10 @@ class Access(enum.Enum):
     WRITE_ONE = "write-one"
     """One statement, atomic on its own, no transaction around it."""
 
+    # Members are singletons: hashed by identity in C, not by Enum's Python __hash__
+    # (a key of the per-access option maps, looked up at every call).
+    __hash__ = object.__hash__
+
 
 R = TypeVar("R")
 

@@ -52,6 +52,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
+import sqlalchemy.event.attr
 from langgraph.checkpoint.sqlalchemy.dialects import (
     IDLE_OPTION,
     NO_TRANSACTION_OPTION,
@@ -104,7 +105,7 @@ class LaneConnection:
     """What :mod:`._engine.cursor` uses of a ``Connection``, on a lane's checked-out
     connection (see the module)."""
 
-    __slots__ = ("_options", "connection", "dialect", "dispatch", "engine", "ran")
+    __slots__ = ("_options", "connection", "dbapi", "dialect", "dispatch", "engine", "ran")
 
     _echo = False
 
@@ -113,6 +114,9 @@ class LaneConnection:
         self.dialect = engine.dialect
         self.dispatch = engine.dispatch
         self.connection = fairy
+        #: The DBAPI connection itself: its cursors and commit without the pool's proxy
+        #: (whose every attribute goes through its ``__getattr__`` hook).
+        self.dbapi = fairy.dbapi_connection
         self._options = options
         self.ran = False
 
@@ -205,10 +209,12 @@ class Lane:
         if engine._should_log_info():
             return False
         dispatch = engine.dispatch
-        for name in _SKIPPED:
-            if getattr(dispatch, name):
-                return False
-        return not dispatch.begin or tuple(dispatch.begin) == self._begin
+        if _listening(dispatch, _SKIPPED):
+            return False
+        begin = dispatch.begin
+        if type(begin) is _COLLECTION and not begin.parent_listeners:
+            return tuple(begin.listeners) == self._begin  # the dialect's own, or none
+        return not begin or tuple(begin) == self._begin
 
     def run(self, access: Any, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """``op(conn, *args)`` on a checked-out connection; a write committed.
@@ -316,7 +322,7 @@ class Lane:
         try:
             result = op(conn, *args)
             if write:
-                fairy.commit()
+                conn.dbapi.commit()
             return result
         except self.dialect.loaded_dbapi.Error as e:
             conn._handle_dbapi_exception(e, None, None, None, None)
@@ -331,9 +337,10 @@ class Lane:
     def _reusable(self, fairy: Any) -> bool:
         """Whether the held connection may serve the next call: valid and idle."""
         assert self._idle is not None
-        if not fairy.is_valid:
+        dbapi = fairy.dbapi_connection
+        if dbapi is None:  # invalidated
             return False
-        idle = self._idle(fairy.dbapi_connection)
+        idle = self._idle(dbapi)
         if idle is None:  # the driver cannot tell: hold no more
             self._holds = False
         return bool(idle)
@@ -392,5 +399,31 @@ def _holds(engine: Engine) -> bool:
 def _pool_listened(pool: Any) -> bool:
     """Whether a listener wants each checkout (``checkout``, ``checkin``, ``reset``),
     checked at each call: one registered after the lane was made counts too."""
-    dispatch = pool.dispatch
-    return bool(dispatch.checkout or dispatch.checkin or dispatch.reset)
+    return _listening(pool.dispatch, _PER_CHECKOUT)
+
+
+_PER_CHECKOUT = ("checkout", "checkin", "reset")
+
+#: SQLAlchemy's event collections of a dispatch without and with listeners of its own
+#: (``sqlalchemy.event.attr``; private, so looked up with a fallback): their listener
+#: containers are read directly, where ``bool()`` would run their Python ``__bool__``
+#: (about 1,000 instructions each, 11 a call).
+_EMPTY: Any = getattr(sqlalchemy.event.attr, "_EmptyListener", None)
+_COLLECTION: Any = getattr(sqlalchemy.event.attr, "_ListenerCollection", None)
+
+
+def _listening(dispatch: Any, names: tuple[str, ...]) -> bool:
+    """Whether any event of ``names`` has a listener on ``dispatch`` (its own or its
+    class's)."""
+    for name in names:
+        found = getattr(dispatch, name)
+        kind = type(found)
+        if kind is _EMPTY:
+            if found.parent_listeners:
+                return True
+        elif kind is _COLLECTION:
+            if found.listeners or found.parent_listeners:
+                return True
+        elif found:  # another kind of collection: its own answer
+            return True
+    return False
