@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 
 from langgraph.checkpoint.sqlalchemy import SQLAlchemySaver
 from langgraph.checkpoint.sqlalchemy._engine import cursor
@@ -240,6 +240,43 @@ async def test_a_connection_listener_closes_the_short_door(door: Door) -> None:
         for engine in engines:
             event.remove(engine, "commit", on_commit)
     assert seen
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["class before_cursor_execute", "engine begin", "class begin", "pool checkout"],
+)
+async def test_every_listener_kind_sees_the_graph_step(door: Door, where: str) -> None:
+    """A listener on the ``Engine`` class, a ``begin`` listener beside the dialect's own
+    and a pool ``checkout`` listener, each added after the saver was made, see the graph
+    step's work: the short door (which reads SQLAlchemy's listener collections itself)
+    closes for them, or checks the connection out for each call."""
+    await _put_steps(door, "warm-up", [{"step": 0}])
+    seen: list[str] = []
+
+    def listener(*_args: Any, **_kw: Any) -> None:
+        seen.append(where)
+
+    engines = [door.saver.engine, door.saver.async_engine.sync_engine]
+    scope, name = where.split(" ")
+    targets: list[Any] = {
+        "class": [Engine],
+        "engine": engines,
+        "pool": [e.pool for e in engines],
+    }[scope]
+    for target in targets:
+        event.listen(target, name, listener)
+    try:
+        configs = await _put_steps(door, "t", [{"step": 0}])
+        seen.clear()
+        await door.put_writes(configs[0], [("step", 1)], "task-1")
+        assert seen, where
+        seen.clear()
+        assert await door.get_tuple(_config("t")) is not None
+        assert seen or name == "begin", where  # a read on its own may not BEGIN
+    finally:
+        for target in targets:
+            event.remove(target, name, listener)
 
 
 async def test_many_writes_of_one_task_are_one_transaction(door: Door) -> None:

@@ -211,9 +211,13 @@ class Lane:
         dispatch = engine.dispatch
         if _listening(dispatch, _SKIPPED):
             return False
+        # no begin listener, or only the dialect's own
         begin = dispatch.begin
-        if type(begin) is _COLLECTION and not begin.parent_listeners:
-            return tuple(begin.listeners) == self._begin  # the dialect's own, or none
+        kind = type(begin)
+        if kind is _EMPTY and not begin.parent_listeners:
+            return True
+        if kind is _COLLECTION and not begin.parent_listeners:
+            return not begin.listeners or tuple(begin.listeners) == self._begin
         return not begin or tuple(begin) == self._begin
 
     def run(self, access: Any, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -239,7 +243,7 @@ class Lane:
             conn = LaneConnection(self.engine, fairy, options)
             if self._autocommit[access]:
                 self._set_autocommit(conn, fairy)
-            return self._call(conn, fairy, write, op, args)
+            return self._call(conn, access, write, op, args)
         finally:
             self._return(fairy, access)
 
@@ -266,7 +270,7 @@ class Lane:
             if fresh and self._autocommit[access]:
                 self._set_autocommit(conn, fairy)
             ready = True
-            result = self._call(conn, fairy, write, op, args)
+            result = self._call(conn, access, write, op, args)
         except Exception:
             if not (ready and self._reusable(fairy)):
                 self._give_back(fairy, access)
@@ -312,16 +316,17 @@ class Lane:
     def _call(
         self,
         conn: LaneConnection,
-        fairy: Any,
+        access: Any,
         write: bool,
         op: Callable[..., Any],
         args: tuple[Any, ...],
     ) -> Any:
-        """``op(conn, *args)``, a write committed; a driver error outside a statement
-        (the commit) through SQLAlchemy's handler."""
+        """``op(conn, *args)``, a write committed (by the server already, statement by
+        statement, where ``access`` is in AUTOCOMMIT); a driver error outside a
+        statement (the commit) through SQLAlchemy's handler."""
         try:
             result = op(conn, *args)
-            if write:
+            if write and not self._autocommit[access]:
                 conn.dbapi.commit()
             return result
         except self.dialect.loaded_dbapi.Error as e:

@@ -396,7 +396,12 @@ _MIGRATION_LOCK_KEY = zlib.crc32(b"langgraph-checkpoint-sqlalchemy/migrations")
 
 def _idle(dbapi_connection: Any) -> bool | None:
     """Whether a psycopg (3 or 2) connection is outside a transaction (its transaction
-    status IDLE, 0 in both); None for another driver's."""
+    status IDLE, 0 in both); None for another driver's. psycopg 3's libpq wrapper
+    (``pgconn``) answers with the plain number, without the enum its
+    ``info.transaction_status`` makes of it (a Python ``Enum`` call a statement)."""
+    pgconn = getattr(dbapi_connection, "pgconn", None)
+    if pgconn is not None:
+        return int(pgconn.transaction_status) == 0
     info = getattr(dbapi_connection, "info", None)
     status = getattr(info, "transaction_status", None)
     if status is None:
