@@ -122,20 +122,13 @@ def prepare(
     prepared = Prepared(len(ops), now)
     reads = prepared.batch.reads
     puts: dict[tuple[str, str], PutOp] = {}
-    # Namespaces checked and encoded, by their tuple: once a batch each.
-    known: dict[Any, str] = {}
     for i, op in enumerate(ops):
         if type(op) is PutOp:
-            try:
-                ns = known[op.namespace]
-            except (KeyError, TypeError):  # TypeError: unhashable, refused below
-                ns = _put_namespace(op)
-                if type(op.namespace) is tuple:
-                    known[op.namespace] = ns
+            ns = _put_namespace(op)
             puts[(ns, namespaces.check_key(op.key))] = op
             continue
         if isinstance(op, GetOp):
-            reads.append((i, get_plan(op)))
+            reads.append((i, get_plan(op.namespace, op.key, op.refresh_ttl)))
             continue
         validate_op_namespace(op)  # labels: no ".", no NUL, not empty (LangGraph's rules)
         if isinstance(op, SearchOp):
@@ -168,14 +161,14 @@ def prepare(
     return prepared
 
 
-def get_plan(op: GetOp) -> GetPlan:
-    """A ``GetOp`` checked (LangGraph's namespace rules and the store's) and planned.
+def get_plan(namespace: tuple[str, ...], key: str, refresh_ttl: bool | None) -> GetPlan:
+    """A get (``GetOp``'s fields) checked (LangGraph's namespace rules and the store's)
+    and planned.
 
     Raises:
         InvalidNamespaceError, TypeError, ValueError: A bad namespace or key.
     """
-    ns = item_namespace(op.namespace)
-    return GetPlan(ns, namespaces.check_key(op.key), bool(op.refresh_ttl))
+    return GetPlan(item_namespace(namespace), namespaces.check_key(key), bool(refresh_ttl))
 
 
 #: Most namespaces :func:`item_namespace` remembers; past it, it starts again.
@@ -208,7 +201,6 @@ def item_namespace(namespace: tuple[str, ...]) -> str:
 def _put_namespace(op: PutOp) -> str:
     """A put's namespace checked (LangGraph's rules and the store's) and encoded."""
     if not op.namespace:
-        validate_op_namespace(op)
         raise InvalidNamespaceError("Namespace cannot be empty.")
     return item_namespace(op.namespace)
 

@@ -45,18 +45,17 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
     SchemaOutOfDateError,
 )
-from langgraph.store.sqlalchemy import _items, _nearest, namespaces
+from langgraph.store.sqlalchemy import _items, _nearest
 from langgraph.store.sqlalchemy._loading import StoredItem, load_rows, seconds
 from langgraph.store.sqlalchemy._options import check_indexed_fields, create_field_indexes
 from langgraph.store.sqlalchemy._options import check_omit_expired as _check_omit_expired
 from langgraph.store.sqlalchemy._options import ttl_minutes as _ttl_minutes
-from langgraph.store.sqlalchemy._prepared import Prepared, finish, item_namespace, prepare
+from langgraph.store.sqlalchemy._prepared import Prepared, finish, get_plan, prepare
 from langgraph.store.sqlalchemy._reads import get_one
 from langgraph.store.sqlalchemy._rounds import Rounds
 from langgraph.store.sqlalchemy._route import route
 from langgraph.store.sqlalchemy._shapes import (
     Batch,
-    GetPlan,
     Native,
     PrefixSizes,
     StoreStats,
@@ -356,7 +355,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         """
         if refresh_ttl is None:
             refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
-        plan = GetPlan(item_namespace(namespace), namespaces.check_key(str(key)), refresh_ttl)
+        plan = get_plan(namespace, str(key), refresh_ttl)
         now = self._now()
         item, refresh = self._runner.run(Access.READ_ONE, get_one, (self._qb, plan, now))
         if refresh:

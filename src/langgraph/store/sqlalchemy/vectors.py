@@ -34,7 +34,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from langgraph.checkpoint.sqlalchemy.dialects import AnnParams
+from langgraph.checkpoint.sqlalchemy.dialects import HNSW_BOUNDS, AnnParams
 from langgraph.store.sqlalchemy.tables import FIELD_MAX_LENGTH
 
 __all__ = [
@@ -127,8 +127,6 @@ def field_paths(config: Mapping[str, Any]) -> list[str]:
 
 
 _ANN_KEYS = {"kind", "vector_type", "m", "ef_construction", "ef_search"}
-#: pgvector's bounds of the HNSW parameters (``hnsw.c``: HNSW_MIN_M .. HNSW_MAX_M, ...).
-_ANN_BOUNDS = {"m": (2, 100), "ef_construction": (4, 1000), "ef_search": (1, 1000)}
 
 
 def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
@@ -163,7 +161,7 @@ def ann_params(config: Mapping[str, Any] | None) -> AnnParams:
             f"{vector_type!r} (pgvector's 'bit' and 'sparsevec' are not supported)"
         )
     numbers = {}
-    for name, (low, high) in _ANN_BOUNDS.items():
+    for name, (low, high) in HNSW_BOUNDS.items():
         if name not in config:
             continue
         value = config[name]

@@ -13,7 +13,7 @@ Adding a dialect family is one new module here plus one :data:`DIALECTS` entry (
 
 from __future__ import annotations
 
-from langgraph.checkpoint.sqlalchemy.dialects._ann import AnnParams, VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._ann import HNSW_BOUNDS, AnnParams, VectorIndex
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     IDLE_OPTION,
     NO_TRANSACTION_OPTION,
@@ -28,6 +28,7 @@ from langgraph.checkpoint.sqlalchemy.errors import UnsupportedDialectError
 
 __all__ = [
     "DIALECTS",
+    "HNSW_BOUNDS",
     "IDLE_OPTION",
     "NO_TRANSACTION_OPTION",
     "WRITE_OPTION",

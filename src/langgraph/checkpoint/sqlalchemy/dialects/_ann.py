@@ -16,7 +16,12 @@ from typing import Any
 from sqlalchemy import Connection, Select, Table
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["AnnParams", "VectorIndex"]
+__all__ = ["HNSW_BOUNDS", "AnnParams", "VectorIndex"]
+
+
+#: pgvector's bounds of the HNSW parameters, inclusive (its ``hnsw.c``; ``ef_construction``
+#: must also be at least twice ``m``).
+HNSW_BOUNDS = {"m": (2, 100), "ef_construction": (4, 1000), "ef_search": (1, 1000)}
 
 
 @dataclass(frozen=True)

@@ -265,7 +265,8 @@ class PgVector(VectorIndex):
     ) -> dict[str, bool]:
         """The HNSW indexes of this module on ``table`` for ``dims``-sized vectors by
         ``distance`` in ``params``' vector type, whatever their ``m`` and
-        ``ef_construction``, by name: whether each is valid."""
+        ``ef_construction``, by name: whether each is valid (False: left invalid by an
+        interrupted concurrent build)."""
         head = self.index_name(dims, distance, params).rsplit("_m", 1)[0] + "_m"
         stmt = text(
             "SELECT c.relname, i.indisvalid FROM pg_index i "
@@ -277,16 +278,6 @@ class PgVector(VectorIndex):
             for n, v in found
             if str(n).startswith(head) and _BUILT.fullmatch(str(n)[len(head) :])
         }
-
-    def _index_state(self, connection: Connection, table: Table, name: str) -> bool | None:
-        """True: the index is valid; False: it exists but is invalid (an interrupted
-        concurrent build); None: absent."""
-        stmt = text(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = to_regclass(:t) AND c.relname = :n"
-        )
-        found = connection.execute(stmt, {"t": _qualified(connection, table), "n": name}).first()
-        return None if found is None else bool(found[0])
 
     def _drop(self, connection: Connection, table: Table, name: str) -> None:
         """``DROP INDEX CONCURRENTLY IF EXISTS`` (``name``: one of this module's)."""
@@ -348,7 +339,7 @@ class PgVector(VectorIndex):
         name: str,
         state: bool | None,
     ) -> None:
-        """Build the index ``name`` (``state``: :meth:`_index_state`'s)."""
+        """Build the index ``name`` (``state``: whether it is valid, None: absent)."""
         kind = params.vector_type
         t = self.with_column(table)
         index = Index(
@@ -365,7 +356,7 @@ class PgVector(VectorIndex):
         try:
             index.create(connection, checkfirst=False)
         except DBAPIError:
-            if self._index_state(connection, table, name) is not True:
+            if self._family(connection, table, dims, distance, params).get(name) is not True:
                 raise  # not a concurrent setup() that built it first
 
     def distance(
