@@ -77,6 +77,13 @@ def _one_step(engine: Engine, schema: str | None) -> None:
     migrate.to_head(engine.connect, writer.begin, schema)
 
 
+def _index(found: Any) -> Any:
+    """A reflected index with its options as text (a partial index's ``WHERE`` is
+    reflected as a clause object, which compares by identity)."""
+    options = {k: str(v) for k, v in found.get("dialect_options", {}).items()}
+    return {**found, "dialect_options": options}
+
+
 def _describe(conn: Connection, schema: str | None) -> dict[str, Any]:
     """Everything reflection and the dialect's catalog tell about our tables."""
     insp = inspect(conn)
@@ -96,7 +103,10 @@ def _describe(conn: Connection, schema: str | None) -> dict[str, Any]:
         out[table] = {
             "columns": columns,
             "pk": insp.get_pk_constraint(table, schema=schema),
-            "indexes": sorted(insp.get_indexes(table, schema=schema), key=lambda i: str(i["name"])),
+            "indexes": sorted(
+                (_index(i) for i in insp.get_indexes(table, schema=schema)),
+                key=lambda i: str(i["name"]),
+            ),
             "unique": sorted(
                 insp.get_unique_constraints(table, schema=schema), key=lambda u: str(u["name"])
             ),

@@ -87,11 +87,20 @@ items = Table(
     # One namespace newest first (a filtered search of it: an index range); migration
     # 0012.
     Index("ix_lgsa_store_items_namespace_updated", "namespace", "updated_at"),
-    Index("ix_lgsa_store_items_expires_at", "expires_at"),
     # SQLite: rows in the primary key's B-tree (as InnoDB's are): listing namespaces
     # reads their range and the expiry beside it, without a lookup a row.
     sqlite_with_rowid=False,
     **MYSQL_TABLE_OPTIONS,
+)
+
+# The TTL sweep's index holds the items that expire (``expires_at <= now`` implies it is
+# not NULL): an item without a TTL writes no entry. MySQL/MariaDB have no partial index;
+# there it holds every item. Migration 0013.
+Index(
+    "ix_lgsa_store_items_expires_at",
+    items.c.expires_at,
+    sqlite_where=items.c.expires_at.is_not(None),
+    postgresql_where=items.c.expires_at.is_not(None),
 )
 
 vectors = Table(
