@@ -1,9 +1,10 @@
-"""An item value's stored JSON text is ``json.dumps`` of its canonical form, byte for
-byte, whichever path wrote it, and a value refused is refused with the same typed error
-and message as before.
+"""An item value's stored JSON text is ``orjson.dumps`` of its canonical form with
+DEL and non-ASCII characters escaped as ``json.dumps`` escapes them (ASCII, as MariaDB's
+``JSON_EQUALS`` filters need), byte for byte, whichever path wrote it, and a value
+refused is refused with the same typed error and message as before.
 
-``canonical_text`` checks and writes a plain dict in one walk and the C encoder, and
-sends everything else through ``canonical_json`` and ``json.dumps``: drawn values
+``canonical_text`` checks a plain dict in one walk and writes it with orjson, and
+sends everything else through ``canonical_json`` and then orjson: drawn values
 (hypothesis) of every kind, JSON and not, must give what the general path gives. Then
 the text a SQLite store holds after ``put`` and ``batch`` is compared with it.
 """
@@ -13,11 +14,13 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import sqlite3
 import uuid
 from collections import OrderedDict
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,13 +114,22 @@ PLAIN = st.dictionaries(
 
 
 def _general(value: Any) -> tuple[Any, str] | tuple[type[BaseException], str]:
-    """What the general path gives: ``(canonical copy, json.dumps text)``, or
+    """What the general path gives: ``(canonical copy, orjson text)``, or
     ``(error type, message)``."""
     try:
         checked = canonical_json(value, depth=MAX_DEPTH)
     except (TypeError, ValueError) as e:
         return type(e), str(e)
-    return checked, json.dumps(checked)
+    # orjson of the copy as plain built-in JSON (json.dumps writes a subclass of int or
+    # float, which canonical_json keeps, as the built-in value)
+    return checked, _orjson(checked)
+
+
+def _orjson(checked: Any) -> str:
+    """orjson's text of the canonical copy, each DEL or non-ASCII character as
+    ``json.dumps`` writes it alone (``"\\u00e9"``, an astral one as two escapes)."""
+    text = orjson.dumps(json.loads(json.dumps(checked))).decode()
+    return re.sub(r"[^\x00-\x7e]", lambda m: json.dumps(m.group())[1:-1], text)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -150,7 +162,7 @@ def _check(value: Any) -> None:
 @settings(max_examples=600, deadline=None)
 @given(DICTS)
 def test_drawn_dicts_give_the_general_paths_text_or_error(value: dict[Any, Any]) -> None:
-    """Any drawn dict: the same text as ``json.dumps(canonical_json(value))``, or the same
+    """Any drawn dict: the same text as ``orjson.dumps(canonical_json(value))``, or the same
     typed error with the same message."""
     _check(value)
 
@@ -228,9 +240,10 @@ def test_a_cycle_is_refused_as_too_deep() -> None:
     _check(value)
 
 
-def test_stored_text_on_sqlite_is_json_dumps_of_the_canonical_value(tmp_path: Any) -> None:
+def test_stored_text_on_sqlite_is_orjson_of_the_canonical_value(tmp_path: Any) -> None:
     """What a SQLite store holds for values put alone and in a batch is
-    ``json.dumps(canonical_json(value))``, byte for byte."""
+    ``orjson.dumps(canonical_json(value))``, byte for byte, and reads back as
+    ``json.loads`` reads it."""
     values: list[dict[str, Any]] = [
         {"a": 1, "b": [1, 2.5, None, True], "c": {"d": "é"}},
         {"nul": "a\x00b", "t": (1, 2), "f": 1e-05, "big": 2**62},
@@ -252,6 +265,7 @@ def test_stored_text_on_sqlite_is_json_dumps_of_the_canonical_value(tmp_path: An
     finally:
         conn.close()
     for i, value in enumerate(values):
-        expected = json.dumps(canonical_json(value))
+        expected = _orjson(canonical_json(value))
+        assert json.loads(expected) == json.loads(json.dumps(canonical_json(value)))
         assert rows[("alone", f"k{i}")] == expected
         assert rows[("batch", f"k{i}")] == expected

@@ -50,7 +50,7 @@ def value_sizes(
         if row.value is not None:
             if text is None:
                 text = dumps(row.value)
-            size = len(text)
+            size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
             if size > MAX_VALUE_BYTES:
                 raise _too_large(row, f"{size:,} bytes of JSON", MAX_VALUE_BYTES, None)
             if limit is not None:

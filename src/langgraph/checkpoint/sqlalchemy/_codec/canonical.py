@@ -7,9 +7,12 @@ both go through it.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 __all__ = [
     "MAX_DEPTH",
@@ -166,32 +169,76 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def canonical_text(value: Any, *, depth: int = MAX_DEPTH) -> tuple[Any, str]:
-    """:func:`canonical_json` of ``value`` and its JSON text as ``json.dumps`` writes it
-    with its default arguments (``", "`` and ``": "``, non-ASCII as ``\\u`` escapes,
-    floats as ``repr``): the text stored for it, the same byte for byte whichever path
-    made it.
+    """:func:`canonical_json` of ``value`` and its JSON text: what ``orjson.dumps``
+    writes (no spaces), DEL and non-ASCII characters escaped as ``json.dumps`` escapes
+    them (``\\u00e9``; above U+FFFF a surrogate pair). The text stored for it, the same byte
+    for byte whichever path made it, and ASCII as it always was: MariaDB's
+    ``JSON_EQUALS`` does not read escapes, so a filter value (escaped) matches values
+    stored before and after.
 
     A dict made only of the exact built-in JSON types (str keys, str, int of 64 bits,
     finite float, bool, None, dict, list; at most ``depth`` levels) is already
     canonical when its strings hold no NUL and no surrogate: it is checked by one walk
-    over its values and written by the standard library's C encoder, and returned
+    over its values and written by orjson (which refuses a surrogate), and returned
     itself rather than copied. Anything else (tuples, subclasses, other mappings, NUL
-    characters, surrogates, escaped astral characters included, or what must be
-    refused) takes :func:`canonical_json`, whose copy is written by ``json.dumps``, and
-    raises as it does.
+    characters, surrogates, or what must be refused) takes :func:`canonical_json`,
+    whose copy orjson writes, and raises as it does.
 
     Raises:
         TypeError: As :func:`canonical_json`.
         ValueError: As :func:`canonical_json` (:class:`TooDeepError` included).
     """
     if type(value) is dict and depth >= 1 and _plain(value, depth):
-        text = _dumps(value)
-        # The encoder writes NUL as \u0000 and any surrogate (lone, or half of an
-        # astral character) as \udXXX: such values take the general path.
-        if "\\u0000" not in text and "\\ud" not in text:
-            return value, text
+        try:
+            data = _orjson_dumps(value)
+        except _OrjsonError:  # a surrogate: the general path refuses it
+            pass
+        else:
+            # orjson writes NUL as \u0000: such values take the general path.
+            if b"\\u0000" not in data:
+                return value, _ascii(data)
     checked = canonical_json(value, depth=depth)
-    return checked, json.dumps(checked)
+    return checked, _ascii(_orjson_dumps(checked, default=_builtin))
+
+
+def _ascii(data: bytes) -> str:
+    """orjson's UTF-8 text with the characters it writes raw and ``json.dumps``
+    escapes (DEL and non-ASCII; they occur inside strings only) escaped as
+    ``json.dumps`` escapes them."""
+    if not data.isascii():
+        data = data.decode().encode("ascii", _ESCAPES)
+    if b"\x7f" in data:
+        data = data.replace(b"\x7f", b"\\u007f")
+    return data.decode()
+
+
+def _escape(error: UnicodeError) -> tuple[str, int]:
+    """:func:`_ascii`'s codec error handler: a run of non-ASCII characters as
+    ``\\uXXXX`` escapes (lower-case hex; above U+FFFF, a surrogate pair)."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for ch in error.object[error.start : error.end]:
+        n = ord(ch)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 | (n >> 10):04x}\\u{0xDC00 | (n & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out), error.end
+
+
+_ESCAPES = "langgraph-checkpoint-sqlalchemy-json-ascii"
+codecs.register_error(_ESCAPES, _escape)
+
+
+def _builtin(value: Any) -> Any:
+    """A subclass of a JSON scalar that :func:`canonical_json` keeps (an ``IntEnum``, a
+    ``float`` subclass) as its built-in value, which ``json.dumps`` writes it as."""
+    for base in (int, float, str):
+        if isinstance(value, base):
+            return base(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
 def _plain(value: Any, depth: int) -> bool:
@@ -237,36 +284,10 @@ def _plain(value: Any, depth: int) -> bool:
     return True
 
 
-def _refuse(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not a JSON value")
-
-
-def _c_dumps() -> Any:
-    """``json.dumps`` with its default arguments for a value :func:`_plain` accepts: the
-    standard library's C encoder called directly (no argument checks, no circular
-    reference markers: the walk bounded the depth), or ``json.dumps`` itself where
-    that encoder is missing or writes otherwise."""
-    from json import encoder
-
-    make = getattr(encoder, "c_make_encoder", None)
-    escape = getattr(encoder, "c_encode_basestring_ascii", None)
-    if make is None or escape is None:
-        return json.dumps
-    try:
-        run = make(None, _refuse, escape, None, ": ", ", ", False, False, True)
-
-        def dumps(value: Any) -> str:
-            return "".join(run(value, 0))
-
-        probe = {"a": [1, -2.5e-07, 1e16, True, None, {}], "\u00e9\x7f\n": [[]], "": 0.1}
-        if dumps(probe) == json.dumps(probe):
-            return dumps
-    except Exception:  # another signature: the public function
-        pass
-    return json.dumps
-
-
-_dumps = _c_dumps()
+#: orjson's encoder (the official stores write values with it too): the canonical
+#: copy holds only the types it writes as ``json.dumps`` would read them back.
+_orjson_dumps = orjson.dumps
+_OrjsonError = orjson.JSONEncodeError
 
 
 def json_string(text: str) -> str:
