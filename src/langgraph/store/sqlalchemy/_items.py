@@ -14,7 +14,6 @@ embeddings before it opens a connection, so that no connection waits on a model.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -22,6 +21,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
+
+import orjson
 
 from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
 from langgraph.checkpoint.sqlalchemy._engine import cursor
@@ -31,6 +32,7 @@ from langgraph.store.sqlalchemy._shapes import PAGE, PutRow, StoreStats, alive
 from langgraph.store.sqlalchemy._sizes import value_sizes
 from langgraph.store.sqlalchemy.tables import items, vectors
 from sqlalchemy import (
+    JSON,
     Connection,
     Double,
     Text,
@@ -253,15 +255,22 @@ def _insert_items(
                 columns, part = _NO_TTL, [r[:5] for r in part]
             cursor.insert_values(conn, upsert, columns, part, key, up.forms, up.types)
         else:
-            cursor.execute(conn, form, {"rows": json.dumps(part)}, key)
+            # Each value's text goes in as it is, a JSON element (not a string of it).
+            doc = _dumps([(*r[:2], _Fragment(r[2]), *r[3:]) for r in part])
+            cursor.execute(conn, form, {"rows": doc.decode()}, key)
 
 
 #: The type of each item column's JSON element (:meth:`.QueryBuilder.upsert_rows`): the
-#: value as the text of its JSON document.
+#: value as its JSON document itself.
 _ELEMENTS = {
-    **dict.fromkeys(("namespace", "key", "value"), Text()),
+    **dict.fromkeys(("namespace", "key"), Text()),
+    "value": JSON(),
     **dict.fromkeys(("created_at", "updated_at", "expires_at", "ttl_minutes"), Double()),
 }
+
+
+_dumps = orjson.dumps
+_Fragment = orjson.Fragment
 
 
 def _arrays(qb: QueryBuilder, up: _Upserts) -> dict[int, Any] | None:
