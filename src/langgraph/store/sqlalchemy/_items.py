@@ -18,6 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -310,7 +311,8 @@ def _delete_vectors(
         stmt = up.deletes.get(len(chunk))
         if stmt is None:
             stmt = up.deletes[len(chunk)] = delete(vectors).where(qb.keys_in(columns, len(chunk)))
-        cursor.execute(conn, stmt, qb.keys_params(chunk), key)
+        params = partial(qb.keys_params, chunk)
+        cursor.execute_rows(conn, stmt, qb.key_labels(2), chunk, key, params)
 
 
 # -- TTL and statistics ---------------------------------------------------------------

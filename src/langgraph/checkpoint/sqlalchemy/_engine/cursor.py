@@ -30,6 +30,7 @@ import sys
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
@@ -49,6 +50,7 @@ __all__ = [
     "MANY_ROWS",
     "execute",
     "execute_many",
+    "execute_rows",
     "insert_rows",
     "insert_values",
     "many_form",
@@ -475,10 +477,30 @@ def insert_values(
     for start in range(0, len(rows), MANY_ROWS):
         chunk = rows[start : start + MANY_ROWS]
         form = many_form(insert, columns, len(chunk), forms, types)
-        c = _driven(conn, form, key)
-        args = None if c is None else c.row_params(columns, chunk)
-        if c is None or args is None:
-            params = many_params([dict(zip(columns, row, strict=True)) for row in chunk], columns)
-            execute(conn, form, params, key)
-            continue
-        _execute(conn, c, args)
+        execute_rows(conn, form, columns, chunk, key, partial(_by_name, columns, chunk))
+
+
+def _by_name(columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    return many_params([dict(zip(columns, row, strict=True)) for row in rows], columns)
+
+
+def execute_rows(
+    conn: Connection,
+    construct: ClauseElement,
+    columns: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
+    key: Any,
+    params: Callable[[], Mapping[str, Any]],
+) -> None:
+    """Execute a data-changing construct whose bound parameters are named
+    ``<column>_<row>``, row after row (:func:`many_form`'s, or a dialect's key list), with
+    ``rows`` (values in ``columns`` order): the driver's parameters made row after row
+    through the columns' bind processors (:meth:`_Compiled.row_params`), without a dict
+    a row. Where the construct's names are others, or the statement goes through
+    ``Connection.execute``, :func:`execute` with ``params()`` instead."""
+    c = _driven(conn, construct, key)
+    args = None if c is None else c.row_params(columns, rows)
+    if c is None or args is None:
+        execute(conn, construct, params(), key)
+        return
+    _execute(conn, c, args)

@@ -248,6 +248,11 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
         """The bound parameters of a :meth:`keys_in` condition for ``keys``."""
         return {"keys": [tuple(k) for k in keys]}
 
+    @staticmethod
+    def key_labels(width: int) -> tuple[str, ...]:
+        """Labels of :meth:`keys_in`'s names ``<label>_<key>`` (``k0_0, k1_0, ...``), if any."""
+        return tuple(f"k{j}" for j in range(width))
+
     # -- inserts ---------------------------------------------------------------------
 
     @abstractmethod
@@ -451,13 +456,12 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
 
     @staticmethod
     def sent_size(text: str) -> int:
-        """The bytes JSON ``text`` takes in a statement at most: its UTF-8 length plus one
-        for each character escaped in a quoted literal (backslash and quotes), the form
-        PyMySQL and asyncmy send parameters in. Measured on MariaDB 10.11 (16 MiB
-        packet): 15.5 MiB of plain text passes, 9 MiB of quotes (18 MiB escaped) is
-        refused."""
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        return size + text.count("\\") + text.count('"') + text.count("'")
+        """The bytes JSON ``text`` (ASCII, as SQLAlchemy and the store write JSON) takes
+        in a statement at most: its length plus one for each character escaped in a
+        quoted literal (backslash and quotes), the form PyMySQL and asyncmy send
+        parameters in. Measured on MariaDB 10.11 (16 MiB packet): 15.5 MiB of plain text
+        passes, 9 MiB of quotes (18 MiB escaped) is refused."""
+        return len(text) + text.count("\\") + text.count('"') + text.count("'")
 
     def translate_error(self, error: DBAPIError) -> Exception | None:
         """A typed error for a database error that has a known cause and remedy, or None

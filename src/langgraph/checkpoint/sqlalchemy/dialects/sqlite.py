@@ -231,17 +231,19 @@ class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
 
     def keys_in(self, columns: Sequence[Any], count: int) -> ColumnElement[bool]:
         """``(a = ? AND b = ?) OR ...``: SQLite turns a row-value IN list into a scan of
-        the whole table, and runs this as one index lookup a key (MULTI-INDEX OR)."""
+        the whole table, and runs this as one index lookup a key (MULTI-INDEX OR). The
+        bound names are ``k<column>_<key>``, key after key, so that the keys can be
+        bound as they are (:meth:`key_labels`)."""
         return or_(
             *(
-                and_(*(c == bindparam(f"k{i}_{j}") for j, c in enumerate(columns)))
+                and_(*(c == bindparam(f"k{j}_{i}") for j, c in enumerate(columns)))
                 for i in range(count)
             )
         )
 
     def keys_params(self, keys: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """One parameter a key column (see :meth:`keys_in`)."""
-        return {f"k{i}_{j}": v for i, key in enumerate(keys) for j, v in enumerate(key)}
+        return {f"k{j}_{i}": v for i, key in enumerate(keys) for j, v in enumerate(key)}
 
     def insert(self, table: Table) -> Any:
         """``sqlite.insert`` (``ON CONFLICT`` clauses)."""
