@@ -45,9 +45,7 @@ def _rebuild(partial: bool) -> None:
         return
     where = sa.text("expires_at IS NOT NULL") if partial else None
     op.drop_index(_INDEX, _TABLE, schema=_schema())
-    op.create_index(
-        _INDEX, _TABLE, ["expires_at"], schema=_schema(), **{f"{dialect}_where": where}
-    )
+    op.create_index(_INDEX, _TABLE, ["expires_at"], schema=_schema(), **{f"{dialect}_where": where})
 
 
 def upgrade() -> None:
