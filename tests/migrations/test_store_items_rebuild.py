@@ -1,6 +1,6 @@
-"""Revision 0014 rebuilds SQLite's store items table as a rowid table (a no-op elsewhere):
-every item, with its times, TTL and text as stored, survives the rebuild both ways, and
-the store reads them afterwards."""
+"""Revision 0014 rebuilds SQLite's store items table as a rowid table (a no-op elsewhere)
+and 0015 adds the expiry to the namespace index: every item, with its times, TTL and text
+as stored, survives both ways, and the store reads them afterwards."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _without_rowid(t: Target) -> bool | None:
 
 
 def test_the_items_table_rebuild_keeps_every_item_both_ways(target: Target) -> None:
-    _migrate(target, "up", REBUILT)
+    _migrate(target, "up", "head")
     store = SQLAlchemyStore.from_conn_string(target.url, schema=target.schema)
     try:
         store.batch(
@@ -116,7 +116,7 @@ def test_an_interrupted_rebuild_leaves_the_table_as_it_was(
     assert _without_rowid(target) is True
     assert _rows(target) == stored
     assert _indexes(target) == indexes
-    _migrate(target, "up", "head")
+    _migrate(target, "up", REBUILT)
     assert _without_rowid(target) is False
     assert _rows(target) == stored
     assert _indexes(target) == indexes
