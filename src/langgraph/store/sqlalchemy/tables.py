@@ -84,12 +84,12 @@ items = Table(
     # Searches newest first walk this index and stop at their page; the TTL sweep finds
     # expired items by the other.
     Index("ix_lgsa_store_items_updated_at", "updated_at", "namespace", "key"),
-    # One namespace newest first (a filtered search of it: an index range), and each
-    # entry's expiry: list_namespaces reads this index alone. Migrations 0012, 0015.
-    Index("ix_lgsa_store_items_namespace_updated", "namespace", "updated_at", "expires_at"),
-    # SQLite: a rowid table (migration 0014): new rows go to the table's end, only the
-    # primary key's entries to their namespace's place (a WITHOUT ROWID table split
-    # pages full of values across every namespace a batch touched).
+    # One namespace newest first (a filtered search of it: an index range); migration
+    # 0012.
+    Index("ix_lgsa_store_items_namespace_updated", "namespace", "updated_at"),
+    # SQLite: rows in the primary key's B-tree (as InnoDB's are): listing namespaces
+    # reads their range and the expiry beside it, without a lookup a row.
+    sqlite_with_rowid=False,
     **MYSQL_TABLE_OPTIONS,
 )
 
