@@ -26,6 +26,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_text
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._loading import item_value
 from langgraph.store.sqlalchemy._options import ttl_minutes
@@ -122,9 +123,12 @@ def prepare(
     prepared = Prepared(len(ops), now)
     reads = prepared.batch.reads
     puts: dict[tuple[str, str], PutOp] = {}
+    known = _CHECKED  # namespaces checked before (item_namespace's memory)
     for i, op in enumerate(ops):
         if type(op) is PutOp:
-            ns = _put_namespace(op)
+            ns = known.get(op.namespace) if type(op.namespace) is tuple else None
+            if ns is None:
+                ns = _put_namespace(op)
             puts[(ns, namespaces.check_key(op.key))] = op
             continue
         if isinstance(op, GetOp):
@@ -149,9 +153,17 @@ def prepare(
         if op.value is None:
             rows.append(new(PutRow, (ns, key, None, None, None, (), None, None, None)))
             continue
-        value, text = item_value(op.namespace, op.key, op.value)
+        value = op.value
+        try:
+            if type(value) is not dict:
+                raise TypeError
+            value, text = canonical_text(value, depth=MAX_DEPTH)  # item_value's own path
+        except (TypeError, ValueError):  # item_value again: its error names the item
+            value, text = item_value(op.namespace, op.key, op.value)
         given: Any = op.ttl  # NOT_PROVIDED from callers of batch() that leave it out
-        minutes = ttl_minutes(default_ttl if given is NOT_PROVIDED else given)
+        if given is NOT_PROVIDED:
+            given = default_ttl
+        minutes = None if given is None else ttl_minutes(given)
         expires = None if minutes is None else now + minutes * 60.0
         rows.append(new(PutRow, (ns, key, value, expires, minutes, (), None, None, text)))
         if index and op.index is not False:
