@@ -36,7 +36,9 @@ def item_value(namespace: tuple[str, ...], key: str, value: object) -> tuple[dic
             dicts and lists nested more than 31 levels.
     """
     try:
-        if type(value) is dict or isinstance(value, Mapping):
+        if type(value) is dict:  # canonical_text of a dict is a dict
+            return canonical_text(value, depth=MAX_DEPTH)
+        if isinstance(value, Mapping):
             checked, text = canonical_text(value, depth=MAX_DEPTH)
         else:  # refused below, after any error of its content
             checked, text = canonical_json(value, depth=MAX_DEPTH), ""

@@ -26,7 +26,6 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_text
 from langgraph.store.sqlalchemy import namespaces
 from langgraph.store.sqlalchemy._loading import item_value
 from langgraph.store.sqlalchemy._options import ttl_minutes
@@ -153,13 +152,7 @@ def prepare(
         if op.value is None:
             rows.append(new(PutRow, (ns, key, None, None, None, (), None, None, None)))
             continue
-        value = op.value
-        try:
-            if type(value) is not dict:
-                raise TypeError
-            value, text = canonical_text(value, depth=MAX_DEPTH)  # item_value's own path
-        except (TypeError, ValueError):  # item_value again: its error names the item
-            value, text = item_value(op.namespace, op.key, op.value)
+        value, text = item_value(op.namespace, op.key, op.value)
         given: Any = op.ttl  # NOT_PROVIDED from callers of batch() that leave it out
         if given is NOT_PROVIDED:
             given = default_ttl
