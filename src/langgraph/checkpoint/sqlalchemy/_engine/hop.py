@@ -13,7 +13,10 @@ parallel on up to :data:`MAX_WORKERS` threads (SQLite readers do not wait for ea
 or for a writer's ``busy_timeout``).
 
 Workers are process-wide daemon threads, started when every existing one is busy and
-kept for the next calls (as the default executor keeps its threads).
+kept for the next calls (as the default executor keeps its threads). A process forked
+from this one has none of them (``fork()`` copies only the calling thread): its counts,
+its queue and its lock start again empty there (:func:`_after_fork_in_child`), so that
+its first call starts a worker of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -96,3 +100,19 @@ def _set_result(future: asyncio.Future[Any], result: Any) -> None:
 def _set_exception(future: asyncio.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: the workers were the parent's threads, which
+    do not exist here. Counted as idle, they would take every job the child queues and
+    run none (its first async call would wait forever); the jobs still queued are the
+    parent's, for event loops that do not run here; the lock may have been held by
+    another thread of the parent at the moment of the fork."""
+    global _jobs, _lock, _idle, _workers
+    _jobs = queue.SimpleQueue()
+    _lock = threading.Lock()
+    _idle = _workers = 0
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
