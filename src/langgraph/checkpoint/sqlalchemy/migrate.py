@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -87,6 +88,18 @@ def alembic_config(connection: Connection | None = None, *, schema: str | None =
 #: Serialises Alembic commands within the process (see :func:`_alembic`); the database's
 #: migration lock serialises processes.
 _ALEMBIC_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have been
+    migrating (holding :data:`_ALEMBIC_LOCK`) at the moment of the fork; that thread
+    does not exist here, and the child's first migration would wait for it forever."""
+    global _ALEMBIC_LOCK
+    _ALEMBIC_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def upgrade(connection: Connection, revision: str = "head", *, schema: str | None = None) -> None:

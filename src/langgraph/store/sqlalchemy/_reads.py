@@ -13,6 +13,7 @@ jumps over the range below each truncated namespace.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -161,6 +162,18 @@ MAX_PARAMS = 1024
 MAX_PARAMS_TEXT = 256
 _PARAMS: dict[Any, dict[str, Any]] = {}
 _PARAMS_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have held
+    :data:`_PARAMS_LOCK` at the moment of the fork, and nothing would release it here.
+    The kept parameters stay (plain values)."""
+    global _PARAMS_LOCK
+    _PARAMS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _page_statement(

@@ -20,7 +20,9 @@ loop that ended, or after ``aclose()``; loops of other threads have queues of th
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -69,6 +71,7 @@ class Rounds(Generic[P, R]):
         self._size = size
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
         self._lock = threading.Lock()  # the dict, shared by the loops of every thread
+        _ROUNDS.add(self)
 
     async def submit(self, call: P) -> R:
         """Queue ``call`` on the running loop; its result once its round has run.
@@ -144,3 +147,20 @@ def _fail(entries: list[_Entry], error: BaseException) -> None:
     for future, _ in entries:
         if not future.done():
             future.set_exception(error)
+
+
+#: Every :class:`Rounds` of the process, for :func:`_after_fork_in_child`.
+_ROUNDS: weakref.WeakSet[Rounds[Any, Any]] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have held a
+    :class:`Rounds`' lock at the moment of the fork, and nothing would release it here.
+    The queues of the parent's loops stay (none of those loops runs in the child; one
+    found closed is dropped by the next call)."""
+    for rounds in list(_ROUNDS):
+        rounds._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)

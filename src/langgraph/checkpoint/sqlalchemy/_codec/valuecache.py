@@ -16,7 +16,9 @@ Bounded by bytes (:data:`MAX_BYTES`), least recently stored first out. Thread-sa
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -45,6 +47,7 @@ class ValueCache:
         self._entries: OrderedDict[Key, _Entry] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        _CACHES.add(self)
 
     def get(self, key: Key, version: Any, value: Any) -> tuple[str, bytes] | None:
         """``(type, bytes)`` of ``value`` at ``version`` if this cache serialised it, else
@@ -74,3 +77,22 @@ class ValueCache:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
+
+
+#: Every :class:`ValueCache` of the process, for :func:`_after_fork_in_child`.
+_CACHES: weakref.WeakSet[ValueCache] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have been
+    in :meth:`ValueCache.keep` (holding the lock, its entries and byte count half
+    updated) at the moment of the fork. Each cache starts again empty, with a new lock:
+    what it held is only serialised again at the next put."""
+    for cache in list(_CACHES):
+        cache._lock = threading.Lock()
+        cache._entries = OrderedDict()
+        cache._bytes = 0
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)

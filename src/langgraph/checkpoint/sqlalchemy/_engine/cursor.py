@@ -26,6 +26,7 @@ through ``Connection.execute``.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections import namedtuple
@@ -223,6 +224,18 @@ _CACHE: dict[tuple[int, Any, Any], _Compiled] = {}
 #: stay valid while an entry names them, and a construct goes with its last entry.
 _KEEP: dict[int, tuple[ClauseElement, int]] = {}
 _LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have held
+    :data:`_LOCK` (compiling a statement) at the moment of the fork, and nothing would
+    release it here. The compiled statements stay: the same constructs and dialects."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled:

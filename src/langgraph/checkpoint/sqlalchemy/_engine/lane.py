@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -154,6 +155,7 @@ class Lane:
     """
 
     __slots__ = (
+        "__weakref__",  # in _LANES
         "_autocommit",
         "_begin",
         "_forked",
@@ -199,6 +201,7 @@ class Lane:
         #: Held connections of a parent process, seen after a fork: kept, never used or
         #: closed here (the parent's; what ``Engine.dispose(close=False)`` does).
         self._forked: list[Any] = []
+        _LANES.add(self)
 
     def open(self, access: Any) -> bool:
         """Whether ``access`` may take the lane now (no listener it would skip, no SQL
@@ -432,3 +435,21 @@ def _listening(dispatch: Any, names: tuple[str, ...]) -> bool:
         elif found:  # another kind of collection: its own answer
             return True
     return False
+
+
+#: Every :class:`Lane` of the process, for :func:`_after_fork_in_child`.
+_LANES: weakref.WeakSet[Lane] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: another thread of the parent may have been
+    in a call on a lane's held connection (holding ``_held_lock``) at the moment of the
+    fork; nothing would release it here, and the owner's ``close()`` would wait for it
+    forever. The held connection itself is the parent's: :meth:`Lane._current` sets it
+    aside (by process id)."""
+    for lane in list(_LANES):
+        lane._held_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -26,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -93,6 +95,7 @@ class PerLoopEngines:
             self._dialect_ready.set()  # initialised already (the engine was used)
         else:
             event.listen(primary.sync_engine, "connect", self._on_primary_connect)
+        _PER_LOOP.add(self)
 
     def current(self) -> Doors[AsyncEngine]:
         """The engines of the running event loop (made on its first use)."""
@@ -151,6 +154,36 @@ class PerLoopEngines:
                 asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
         if dispose_primary:
             await self.primary.dispose()  # no-op unless connections were made since
+
+    def after_fork_in_child(self) -> None:
+        """In a child process after ``fork()`` (:func:`_after_fork_in_child`): a new lock
+        and a new dialect event, which another thread of the parent may have held at the
+        moment of the fork. The parent's loops stay known, their engines holding the
+        parent's connections: the child's first loop gets a copy of the engine with a
+        pool of its own while such a loop is open, or the engine itself once that loop
+        is found closed (its pool dropped first, never closed)."""
+        self._lock = threading.Lock()
+        ready = threading.Event()
+        if self._dialect_ready.is_set():
+            ready.set()
+        self._dialect_ready = ready
+
+
+#: Every :class:`PerLoopEngines` of the process, for :func:`_after_fork_in_child`.
+_PER_LOOP: weakref.WeakSet[PerLoopEngines] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """Reset every :class:`PerLoopEngines` in a child process after ``fork()``
+    (:meth:`PerLoopEngines.after_fork_in_child`). Registered before the shared engines'
+    handler (:mod:`._engine.shared` imports this module), which closes their loops'
+    engines under the same lock."""
+    for engines in list(_PER_LOOP):
+        engines.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Runner(SyncRunner):

@@ -441,20 +441,48 @@ class _SqliteLock:
     """A held SQLite thread lock: an exclusive transaction on a lock database, or a lock
     of this process for an in-memory database."""
 
-    def __init__(self, conn: sqlite3.Connection | None, local: threading.Lock | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection | None,
+        local: threading.Lock | None,
+        key: tuple[str, str] = ("", ""),
+    ) -> None:
         self._conn = conn
         self._local = local
+        self._key = key
 
     def release(self) -> None:
         if self._conn is not None:
             self._conn.rollback()
             self._conn.close()
         if self._local is not None:
+            _MEMORY_HOLDERS.pop(self._key, None)  # before: the next holder then records itself
             self._local.release()
 
 
+#: The thread locks of in-memory databases, by (database, hashed thread id).
 _MEMORY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+#: The thread (``threading.get_ident()``) that holds each held lock of :data:`_MEMORY_LOCKS`.
+_MEMORY_HOLDERS: dict[tuple[str, str], int] = {}
 _MEMORY_LOCKS_GUARD = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after ``fork()``: its in-memory databases are copies of the
+    parent's, used by the child's threads only. A thread lock held by another thread of
+    the parent at the moment of the fork would stay held forever (that thread does not
+    exist here): it is dropped. One held by the thread that forked stays its own. The
+    guard is made anew: another thread may have held it too."""
+    global _MEMORY_LOCKS_GUARD
+    _MEMORY_LOCKS_GUARD = threading.Lock()
+    forker = threading.get_ident()  # the same in the child as in the parent
+    for key in [k for k in _MEMORY_LOCKS if _MEMORY_HOLDERS.get(k) != forker]:
+        del _MEMORY_LOCKS[key]
+        _MEMORY_HOLDERS.pop(key, None)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
@@ -465,9 +493,13 @@ def _try_lock(url: URL, thread_id: str) -> _SqliteLock | None:
         or url.query.get("vfs") == "memdb"
         or database.startswith(MEMDB_PREFIX)
     ):
+        key = (database, name)
         with _MEMORY_LOCKS_GUARD:
-            lock = _MEMORY_LOCKS.setdefault((database, name), threading.Lock())
-        return _SqliteLock(None, lock) if lock.acquire(blocking=False) else None
+            lock = _MEMORY_LOCKS.setdefault(key, threading.Lock())
+        if not lock.acquire(blocking=False):
+            return None
+        _MEMORY_HOLDERS[key] = threading.get_ident()
+        return _SqliteLock(None, lock, key)
     folder = f"{database}.lgsa-locks"
     os.makedirs(folder, mode=0o700, exist_ok=True)  # (an existing one keeps its mode)
     path = os.path.join(folder, name)
