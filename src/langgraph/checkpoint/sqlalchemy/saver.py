@@ -51,7 +51,7 @@ from langgraph.checkpoint.sqlalchemy._codec.configs import check_on_retry, saver
 from langgraph.checkpoint.sqlalchemy._codec.rows import Codec, next_version
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
-from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
+from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, wire
 from langgraph.checkpoint.sqlalchemy._operator import OperatorMethods
 from langgraph.checkpoint.sqlalchemy._ops import checkpoints as _checkpoints
 from langgraph.checkpoint.sqlalchemy._ops import listing as _listing
@@ -90,8 +90,9 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
     either or both, the missing one is made from the other's URL (and disposed by
     :meth:`close`). The usual entry point is :meth:`from_conn_string`.
 
-    The tables are created and migrated by Alembic: call :meth:`setup` (or
-    :meth:`asetup`) once, or run ``alembic upgrade head`` / ``python -m
+    The tables are created and migrated by Alembic: call :meth:`setup` once (blocking:
+    it migrates before it returns; in async code ``await saver.asetup()``, which keeps
+    the event loop free), or run ``alembic upgrade head`` / ``python -m
     langgraph.checkpoint.sqlalchemy upgrade --url URL``.
 
     No lock is held by the saver itself: concurrent calls use the engines' connection
@@ -347,31 +348,38 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         once the database has been reached; a first connection that fails (a wrong host
         or port) raises at once.
 
-        ``await saver.setup()`` (the idiom of the official async savers) runs
-        :meth:`asetup`, keeping the event loop free. Called any other way, from sync code
-        with or without a running loop (a notebook cell, a sync helper), it has migrated
-        when it returns.
+        Blocking: the migration runs on the calling thread, and has run when ``setup()``
+        returns, however it is called (from sync code, a notebook cell, a coroutine,
+        ``asyncio.wait_for``, ``gather``, ``create_task``, a subclass). In async code
+        ``await saver.asetup()`` is the non-blocking path: the same migration in a worker
+        thread, the event loop free meanwhile (another process's migration may hold the
+        migration lock for as long as it runs). ``await saver.setup()`` still works (the
+        idiom of the official async savers), but it blocks the loop for the migration.
 
         Returns:
-            An awaitable: :meth:`asetup`'s coroutine for ``await saver.setup()``, else
-            a coroutine that is already done (the migration ran), which ``asyncio.run``,
-            ``create_task`` or a later ``await`` take and which need not be awaited.
+            A coroutine that is already done (``inspect.isawaitable`` is true), so that
+            ``await saver.setup()``, ``asyncio.run(saver.setup())`` or ``create_task``
+            take it and do nothing more; it need not be awaited.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version of this
                 package (a revision it does not know): upgrade the package.
             CheckpointConnectionError: The database stayed unreachable.
         """
-        if awaited_at_once():
-            return self.asetup()
         self._setup_here()
         return RAN
 
     async def asetup(self) -> None:
-        """Async :meth:`setup`: the same migration on the sync engine, in a worker thread
-        (``asyncio.to_thread``), so that the event loop is not blocked and the process's
-        Alembic commands, whose context is process-global, run one at a time from any
-        number of threads and loops (see :func:`.migrate.upgrade`)."""
+        """Async :meth:`setup`, the non-blocking path in async code: the same migration
+        on the sync engine, in a worker thread (``asyncio.to_thread``), so that the event
+        loop runs other tasks while it migrates or waits for another process's migration
+        lock; the process's Alembic commands, whose context is process-global, run one
+        at a time from any number of threads and loops (see :func:`.migrate.upgrade`).
+
+        Raises:
+            SchemaOutOfDateError: As :meth:`setup`.
+            CheckpointConnectionError: As :meth:`setup`.
+        """
         await asyncio.to_thread(self._setup_here)
 
     def _setup_here(self) -> None:

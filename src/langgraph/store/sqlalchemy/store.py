@@ -39,7 +39,7 @@ from langgraph.checkpoint.sqlalchemy._codec.configs import check_on_retry
 from langgraph.checkpoint.sqlalchemy._engine import shared as _shared
 from langgraph.checkpoint.sqlalchemy._engine.doors import Access, Plan
 from langgraph.checkpoint.sqlalchemy._engine.engines import resolve_urls
-from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, awaited_at_once, wire
+from langgraph.checkpoint.sqlalchemy._engine.owner import RAN, EngineOwner, wire
 from langgraph.checkpoint.sqlalchemy._engine.steps import Embed, EmbedQueries
 from langgraph.checkpoint.sqlalchemy.errors import (
     RetryEvent,
@@ -94,6 +94,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
     same database; give either or both. The usual entry point is :meth:`from_conn_string`;
     an engine shared with a :class:`~langgraph.checkpoint.sqlalchemy.SQLAlchemySaver`
     (``SQLAlchemyStore(saver.engine, saver.async_engine)``) keeps both in one pool.
+
+    Its tables are created and migrated by :meth:`setup` (blocking: it migrates before it
+    returns); in async code ``await store.asetup()`` is the non-blocking path, which
+    keeps the event loop free.
 
     Semantics the same on every dialect (see docs/store.md): search filters as
     ``InMemoryStore`` (:mod:`.filters`; ``True`` does not match ``1``), newest first
@@ -254,23 +258,32 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         the checkpoint tables and the store's); idempotent, safe from several processes
         at once, retried through transient failures once the database has been reached.
 
+        Blocking: the migration runs on the calling thread, and has run when ``setup()``
+        returns, however it is called. In async code ``await store.asetup()`` is the
+        non-blocking path (the event loop stays free); ``await store.setup()`` still
+        works, but blocks the loop for the migration.
+
         Returns:
-            A done coroutine, having migrated (it need not be awaited); for ``await
-            store.setup()``, :meth:`asetup`'s coroutine (the loop stays free).
+            A coroutine that is already done (``inspect.isawaitable`` is true; awaiting
+            it does nothing more); it need not be awaited.
 
         Raises:
             SchemaOutOfDateError: The database was migrated by a newer version.
             CheckpointConnectionError: The database stayed unreachable, or could not
                 be reached at its first connection.
         """
-        if awaited_at_once():
-            return self.asetup()
         self._migrate()
         self._setup_native()
         return RAN
 
     async def asetup(self) -> None:
-        """Async :meth:`setup` (the migration runs in a worker thread)."""
+        """Async :meth:`setup`, the non-blocking path in async code: the migration runs
+        in a worker thread, the event loop free meanwhile.
+
+        Raises:
+            SchemaOutOfDateError: As :meth:`setup`.
+            CheckpointConnectionError: As :meth:`setup`.
+        """
         await asyncio.to_thread(self._migrate)
         await asyncio.to_thread(self._setup_native)
 

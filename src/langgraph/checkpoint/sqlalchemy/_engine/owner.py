@@ -9,9 +9,6 @@ owner's ``close``/``aclose``.
 
 from __future__ import annotations
 
-import asyncio
-import dis
-import inspect
 import logging
 from collections.abc import Coroutine, Generator
 from functools import partial
@@ -31,7 +28,7 @@ from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder, query_builder
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["RAN", "EngineOwner", "Ran", "awaited_at_once", "wire"]
+__all__ = ["RAN", "EngineOwner", "Ran", "wire"]
 
 
 def wire(
@@ -93,42 +90,12 @@ def wire(
         )
 
 
-#: Code flags of a coroutine or async generator body: the code that can ``await``.
-_ASYNC_BODY = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-
-def awaited_at_once() -> bool:
-    """Whether the function that calls this was called as ``await obj.method()``: by a
-    coroutine running on this thread's event loop, whose next instruction awaits the
-    result (``GET_AWAITABLE``).
-
-    ``setup()`` then hands over to ``asetup()`` and keeps the loop free; called any other
-    way (a sync helper, a notebook cell, a result kept to await later) it must have done
-    its work when it returns, since sync methods work inside a running loop. Hand-written
-    rather than a library's: asyncio cannot tell whether a call's result will be awaited,
-    and the caller's bytecode is the one sign that cannot mistake a sync caller for an
-    awaiting one; when it cannot be read, the answer is False (the sync behaviour).
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    frame = inspect.currentframe()
-    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
-    if caller is None or not caller.f_code.co_flags & _ASYNC_BODY:
-        return False
-    after = next(
-        (i for i in dis.get_instructions(caller.f_code) if i.offset > caller.f_lasti), None
-    )
-    return after is not None and after.opname == "GET_AWAITABLE"
-
-
 class Ran(Coroutine[Any, Any, None]):
-    """What ``setup()`` returns when it has migrated (every call but ``await
-    saver.setup()``): a coroutine that is already done, so that whatever takes a coroutine
-    takes it (``asyncio.run``, ``create_task``, ``gather``, a later ``await``) and does
-    nothing more. Not awaiting it is harmless: it is no real coroutine, and Python does
-    not warn about it."""
+    """What ``setup()`` returns once it has migrated: a coroutine that is already done,
+    so that ``await saver.setup()`` (the idiom of the official async savers) and
+    whatever takes a coroutine (``asyncio.run``, ``create_task``, ``gather``,
+    ``wait_for``, a later ``await``) take it and do nothing more. Not awaiting it is
+    harmless: it is no real coroutine, and Python does not warn about it."""
 
     __slots__ = ()
 
@@ -148,7 +115,7 @@ class Ran(Coroutine[Any, Any, None]):
         return "<setup done>"
 
 
-#: The one done :class:`Ran`, returned by every ``setup()`` that has migrated.
+#: The one done :class:`Ran`, returned by every ``setup()``.
 RAN = Ran()
 
 
