@@ -7,23 +7,42 @@ Create Date: 2026-11-30
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 import sqlalchemy as sa
 from alembic import context, op
-
-from langgraph.checkpoint.sqlalchemy.dialects import query_builder
-from langgraph.checkpoint.sqlalchemy.schema import (
-    BINARY,
-    JSON_DOCUMENT,
-    MYSQL_TABLE_OPTIONS,
-    KeyText,
-)
 
 revision: str = "0001_initial"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+def _frozen(name: str) -> ModuleType:
+    """``migrations/<name>.py``, a module of helpers frozen with the revisions (never
+    edited; see its docstring), loaded from its file once a process."""
+    key = f"lgsa_migrations_{name}"
+    module = sys.modules.get(key)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            key, Path(__file__).resolve().parents[1] / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(key, module)
+    return module
+
+
+_f = _frozen("frozen_0013")
+BINARY = _f.BINARY
+JSON_DOCUMENT = _f.JSON_DOCUMENT
+MYSQL_TABLE_OPTIONS = _f.MYSQL_TABLE_OPTIONS
+KeyText = _f.KeyText
 
 
 def _schema() -> str | None:
@@ -48,7 +67,7 @@ def _has_index(table: str, name: str) -> bool:
 
 def _pk_name(name: str) -> str | None:
     # MySQL/MariaDB call every primary key PRIMARY and warn about any other name.
-    return query_builder(op.get_context().dialect.name).primary_key_name(name)
+    return _f.primary_key_name(op.get_context().dialect.name, name)
 
 
 def upgrade() -> None:

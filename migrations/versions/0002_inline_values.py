@@ -11,22 +11,75 @@ Create Date: 2026-11-30
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
+import ormsgpack
 import sqlalchemy as sa
 from alembic import context, op
-
-from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
-from langgraph.checkpoint.sqlalchemy.schema import BINARY
 
 revision: str = "0002_inline_values"
 down_revision: str | None = "0001_initial"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+
+def _frozen(name: str) -> ModuleType:
+    """``migrations/<name>.py``, a module of helpers frozen with the revisions (never
+    edited; see its docstring), loaded from its file once a process."""
+    key = f"lgsa_migrations_{name}"
+    module = sys.modules.get(key)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            key, Path(__file__).resolve().parents[1] / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(key, module)
+    return module
+
+
+BINARY = _frozen("frozen_0013").BINARY
+
 _TABLE = "lgsa_checkpoints"
 _COLUMN = "inline_values"
+#: The format of ``inline_values``: a msgpack array ``[1, [[channel, type, bytes], ...]]``.
+_FORMAT = 1
+
+
+def _unpack(data: bytes | None) -> dict[str, tuple[str, bytes | None]]:
+    """``{channel: (type, bytes)}`` of an ``inline_values`` column (format 1).
+
+    Raises:
+        ValueError: The column is not in format 1 (a forged or damaged row).
+    """
+    if data is None:
+        return {}
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValueError(f"inline_values is {type(data).__name__}, not bytes")
+    try:
+        decoded = ormsgpack.unpackb(bytes(data))
+    except (ormsgpack.MsgpackDecodeError, RecursionError, TypeError, ValueError) as e:
+        raise ValueError(f"inline_values is not msgpack: {type(e).__name__}: {e}") from None
+    if not (isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == _FORMAT):
+        raise ValueError("inline_values is not format 1: [1, [[channel, type, bytes], ...]]")
+    out: dict[str, tuple[str, bytes | None]] = {}
+    for item in decoded[1] if isinstance(decoded[1], list) else [None]:
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], str)
+            and isinstance(item[1], str)
+            and (item[2] is None or isinstance(item[2], bytes))
+        ):
+            raise ValueError("inline_values holds an entry that is not [channel, type, bytes]")
+        out[item[0]] = (item[1], item[2])
+    return out
 
 
 def _has_column() -> bool:
@@ -75,7 +128,7 @@ def downgrade() -> None:
     for thread_id, checkpoint_ns, _id, value_versions, data in rows.all():
         if isinstance(value_versions, (str, bytes)):  # reflected as text on MariaDB
             value_versions = json.loads(value_versions)
-        for channel, (type_, blob) in _inline.unpack(data).items():
+        for channel, (type_, blob) in _unpack(data).items():
             version = (value_versions or {}).get(channel)
             if version is None:
                 continue

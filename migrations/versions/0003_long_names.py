@@ -3,7 +3,7 @@
 
 The key columns keep their width (255 characters); a longer name is keyed by
 ``"lgsa:sha256:" + sha256(name)`` and its full text is kept in the new nullable columns of
-``lgsa_checkpoints`` (see :func:`langgraph.checkpoint.sqlalchemy.schema.name_key`). Rows of
+``lgsa_checkpoints`` (see :func:`name_key`). Rows of
 revision 0002 keep their keys, except the rare name that starts with that marker: it is
 re-keyed by its digest in the three tables, its text moved to the new column, so that no
 name can be taken for another's digest.
@@ -18,24 +18,72 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import context, op
-
-from langgraph.checkpoint.sqlalchemy.errors import DowngradeRefusedError
-from langgraph.checkpoint.sqlalchemy.schema import (
-    NAME_KEY_LENGTH,
-    NAME_KEY_MARKER,
-    FullName,
-    KeyText,
-    name_key,
-)
+from alembic.util import CommandError
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import BLOB, TypeEngine
 
 revision: str = "0003_long_names"
 down_revision: str | None = "0002_inline_values"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+def _frozen(name: str) -> ModuleType:
+    """``migrations/<name>.py``, a module of helpers frozen with the revisions (never
+    edited; see its docstring), loaded from its file once a process."""
+    key = f"lgsa_migrations_{name}"
+    module = sys.modules.get(key)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            key, Path(__file__).resolve().parents[1] / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(key, module)
+    return module
+
+
+_f = _frozen("frozen_0013")
+KeyText = _f.KeyText
+
+#: Width of the key columns ``thread_id`` and ``checkpoint_ns``, in characters.
+NAME_KEY_LENGTH = 255
+#: Prefix of a digest key; a name that starts with it is always keyed by its digest.
+NAME_KEY_MARKER = "lgsa:sha256:"
+
+
+class FullName(_f.Utf8Text):
+    """The full text of a long name (``<name>_full``): TEXT, a BLOB of UTF-8 on
+    MySQL/MariaDB."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in _f.MYSQL_DIALECTS:
+            return dialect.type_descriptor(BLOB())
+        return sa.Text()  # not adapted: psycopg's String adaptation would render VARCHAR
+
+
+def name_key(name: str) -> str:
+    """The key of a thread id or namespace: the name itself when it is at most
+    :data:`NAME_KEY_LENGTH` characters and does not start with :data:`NAME_KEY_MARKER`,
+    else the marker and the hex SHA-256 of its UTF-8 text."""
+    if len(name) <= NAME_KEY_LENGTH and not name.startswith(NAME_KEY_MARKER):
+        return name
+    return NAME_KEY_MARKER + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
 
 _CHECKPOINTS = "lgsa_checkpoints"
 _TABLES = (_CHECKPOINTS, "lgsa_checkpoint_blobs", "lgsa_checkpoint_writes")
@@ -144,7 +192,10 @@ def downgrade() -> None:
         bind = op.get_bind()
         why = downgrade_refusal(bind, _schema())
         if why is not None:
-            raise DowngradeRefusedError(why)
+            # migrate.downgrade() asks downgrade_refusal() before any step and raises the
+            # package's DowngradeRefusedError; here (the alembic tool, or data written
+            # since) Alembic's own error: the tool prints it as one "FAILED:" line.
+            raise CommandError(why)
         checkpoints = _table(_CHECKPOINTS, full=True)
         moves: list[tuple[str, str, str]] = []
         for name in _NAMES:

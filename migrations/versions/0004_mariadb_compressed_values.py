@@ -20,10 +20,10 @@ Create Date: 2026-12-01
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from alembic import context, op
-
-from langgraph.checkpoint.sqlalchemy.dialects import query_builder
+from sqlalchemy.engine import Dialect
 
 revision: str = "0004_mariadb_compressed_values"
 down_revision: str | None = "0003_long_names"
@@ -31,21 +31,35 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _TABLE = "lgsa_checkpoints"
-#: (column, nullable): both LONGBLOB on MySQL/MariaDB, as in :data:`..schema.BINARY`.
+#: (column, nullable): both LONGBLOB on MySQL/MariaDB (revisions 0001 and 0002).
 _COLUMNS = (("checkpoint", False), ("inline_values", True))
 
 
+def _ddl(dialect: Dialect, schema: str | None, *, compressed: bool, offline: bool) -> list[str]:
+    """The statements that turn compression of :data:`_COLUMNS` on or off: MariaDB
+    10.3.2+ online; every MySQL/MariaDB offline, in MariaDB's executable comment (which
+    MySQL reads as a comment); none elsewhere (PostgreSQL's TOAST compresses already,
+    SQLite has no such option)."""
+    if dialect.name not in ("mysql", "mariadb"):
+        return []
+    extra: Any = dialect
+    version = tuple(dialect.server_version_info or ())
+    if not offline and not (getattr(extra, "is_mariadb", False) and version >= (10, 3, 2)):
+        return []
+    quote = dialect.identifier_preparer.quote
+    name = f"{quote(schema)}.{quote(_TABLE)}" if schema else quote(_TABLE)
+    attribute = " /*M!100302 COMPRESSED*/" if compressed else ""
+    changes = ", ".join(
+        f"MODIFY {quote(column)} LONGBLOB{attribute} {'NULL' if nullable else 'NOT NULL'}"
+        for column, nullable in _COLUMNS
+    )
+    return [f"ALTER TABLE {name} {changes}"]
+
+
 def _compress(on: bool) -> None:
-    # The dialect says what, if anything, to run (QueryBuilder.compressed_columns_ddl).
     ctx = op.get_context()
-    qb = query_builder(ctx.dialect.name)
-    for statement in qb.compressed_columns_ddl(
-        ctx.dialect,
-        _TABLE,
-        _COLUMNS,
-        ctx.version_table_schema,
-        compressed=on,
-        offline=context.is_offline_mode(),
+    for statement in _ddl(
+        ctx.dialect, ctx.version_table_schema, compressed=on, offline=context.is_offline_mode()
     ):
         op.execute(statement)
 

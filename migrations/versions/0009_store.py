@@ -2,8 +2,8 @@
 
 ``SQLAlchemyStore`` (``langgraph.store.sqlalchemy``) keeps its items and their embeddings
 here, in the database and Alembic history of the checkpoint tables: one ``setup()`` (or
-``alembic upgrade head``) creates both. See
-:mod:`langgraph.store.sqlalchemy.tables`.
+``alembic upgrade head``) creates both (the package's ``store/sqlalchemy/tables.py``
+describes them).
 
 Revision ID: 0009_store
 Revises: 0008_step_source_in_id_index
@@ -12,27 +12,66 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
-
-from langgraph.checkpoint.sqlalchemy.dialects import query_builder
-from langgraph.checkpoint.sqlalchemy.schema import BINARY, JSON_DOCUMENT, MYSQL_TABLE_OPTIONS
-from langgraph.store.sqlalchemy.tables import (
-    FIELD_MAX_LENGTH,
-    KEY_MAX_LENGTH,
-    NAMESPACE_MAX_LENGTH,
-    OrderedText,
-)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
 
 revision: str = "0009_store"
 down_revision: str | None = "0008_step_source_in_id_index"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+
+def _frozen(name: str) -> ModuleType:
+    """``migrations/<name>.py``, a module of helpers frozen with the revisions (never
+    edited; see its docstring), loaded from its file once a process."""
+    key = f"lgsa_migrations_{name}"
+    module = sys.modules.get(key)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            key, Path(__file__).resolve().parents[1] / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(key, module)
+    return module
+
+
+_f = _frozen("frozen_0013")
+BINARY = _f.BINARY
+JSON_DOCUMENT = _f.JSON_DOCUMENT
+MYSQL_TABLE_OPTIONS = _f.MYSQL_TABLE_OPTIONS
+
 _ITEMS = "lgsa_store_items"
 _VECTORS = "lgsa_store_vectors"
+#: Longest namespace (labels joined by one separator each) and key, in characters; both
+#: fit the primary key in InnoDB's 3,072 bytes and PostgreSQL's B-tree entry.
+NAMESPACE_MAX_LENGTH = 300
+KEY_MAX_LENGTH = 300
+#: Longest indexed field path of a vector.
+FIELD_MAX_LENGTH = 150
+
+
+class OrderedText(_f.KeyText):
+    """A key column that orders byte for byte: the ``C`` collation on PostgreSQL,
+    VARBINARY on MySQL/MariaDB, plain text on SQLite (whose default collation is
+    binary)."""
+
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.String(self.length, collation="C"))
+        return super().load_dialect_impl(dialect)
 
 
 def _schema() -> str | None:
@@ -40,7 +79,7 @@ def _schema() -> str | None:
 
 
 def _pk(name: str) -> str | None:
-    return query_builder(op.get_context().dialect.name).primary_key_name(name)
+    return _f.primary_key_name(op.get_context().dialect.name, name)
 
 
 def upgrade() -> None:
