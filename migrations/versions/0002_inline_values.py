@@ -44,7 +44,8 @@ def _frozen(name: str) -> ModuleType:
     return module
 
 
-BINARY = _frozen("frozen_0013").BINARY
+_f = _frozen("frozen_0013")
+BINARY = _f.BINARY
 
 _TABLE = "lgsa_checkpoints"
 _COLUMN = "inline_values"
@@ -82,6 +83,36 @@ def _unpack(data: bytes | None) -> dict[str, tuple[str, bytes | None]]:
     return out
 
 
+def _tables(schema: str | None) -> tuple[sa.Table, sa.Table]:
+    """The columns the downgrade reads and writes, typed as revision 0001 made them: the
+    key columns are UTF-8 bytes on MySQL/MariaDB (``KeyText``), so that a channel name
+    or version (text) is bound as bytes there too."""
+    key_text = _f.KeyText
+    meta = sa.MetaData()
+    checkpoints = sa.Table(
+        _TABLE,
+        meta,
+        sa.Column("thread_id", key_text(255)),
+        sa.Column("checkpoint_ns", key_text(255)),
+        sa.Column("checkpoint_id", key_text(64)),
+        sa.Column("value_versions", _f.JSON_DOCUMENT),
+        sa.Column(_COLUMN, BINARY),
+        schema=schema,
+    )
+    blobs = sa.Table(
+        "lgsa_checkpoint_blobs",
+        meta,
+        sa.Column("thread_id", key_text(255)),
+        sa.Column("checkpoint_ns", key_text(255)),
+        sa.Column("channel", key_text(150)),
+        sa.Column("version", key_text(64)),
+        sa.Column("type", sa.String(64)),
+        sa.Column("blob", BINARY),
+        schema=schema,
+    )
+    return checkpoints, blobs
+
+
 def _has_column() -> bool:
     # DDL is not transactional on MySQL/MariaDB: a failed run may have added the column
     # already, so each step checks first.
@@ -116,9 +147,7 @@ def downgrade() -> None:
         return
     schema = op.get_context().version_table_schema
     bind = op.get_bind()
-    meta = sa.MetaData()
-    checkpoints = sa.Table(_TABLE, meta, autoload_with=bind, schema=schema)
-    blobs = sa.Table("lgsa_checkpoint_blobs", meta, autoload_with=bind, schema=schema)
+    checkpoints, blobs = _tables(schema)
     key = (checkpoints.c.thread_id, checkpoints.c.checkpoint_ns, checkpoints.c.checkpoint_id)
     rows = bind.execute(
         sa.select(*key, checkpoints.c.value_versions, checkpoints.c[_COLUMN])
@@ -126,7 +155,7 @@ def downgrade() -> None:
         .order_by(*key)
     )
     for thread_id, checkpoint_ns, _id, value_versions, data in rows.all():
-        if isinstance(value_versions, (str, bytes)):  # reflected as text on MariaDB
+        if isinstance(value_versions, (str, bytes)):  # text where a driver leaves it so
             value_versions = json.loads(value_versions)
         for channel, (type_, blob) in _unpack(data).items():
             version = (value_versions or {}).get(channel)

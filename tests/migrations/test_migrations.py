@@ -976,3 +976,44 @@ async def test_0006_indexes_stored_metadata(target: Target) -> None:
         assert len(list(saver.list(None, filter={"graph_id": 7.0}))) == 5
     finally:
         saver.close()
+
+
+def test_0002_downgrade_moves_inline_values_to_the_blobs_table(target: Target) -> None:
+    """Below 0002 the inline values live in the blobs table: nothing is lost, and a
+    database upgraded again reads them there. On MariaDB the move bound text channel
+    names and versions to VARBINARY key columns and failed (TypeError) before the
+    revision typed its columns as 0001 made them."""
+    _migrate(target, "up", "head")
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"small": "s", "子": [1, 2], "big": "x" * 40_000}
+        checkpoint["channel_versions"] = {"small": "1.1", "子": "2.1", "big": "3.1"}
+        config = saver.put(_checkpoint_config("t"), checkpoint, {}, checkpoint["channel_versions"])
+        want = saver.get_tuple(config)
+        assert want is not None
+    finally:
+        saver.close()
+    with target.connect() as conn:
+        blob_rows = len(conn.execute(select(_reflected_blobs(conn, target).c.channel)).all())
+    assert blob_rows == 1  # the big value; the small ones are inline
+    _migrate(target, "down", "0001_initial")
+    with target.connect() as conn:
+        blobs = _reflected_blobs(conn, target)
+        channels = {
+            bytes(c) if isinstance(c, bytes) else c.encode()
+            for (c,) in conn.execute(select(blobs.c.channel))
+        }
+    assert channels == {b"small", "子".encode(), b"big"}
+    _migrate(target, "up", "head")
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        got = saver.get_tuple(config)
+    finally:
+        saver.close()
+    assert got is not None
+    assert got.checkpoint["channel_values"] == want.checkpoint["channel_values"]
+
+
+def _reflected_blobs(conn: Connection, target: Target) -> Table:
+    return Table("lgsa_checkpoint_blobs", MetaData(), autoload_with=conn, schema=target.schema)
