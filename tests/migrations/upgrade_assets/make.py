@@ -63,45 +63,30 @@ DIALECTS = ("sqlite", "postgresql", "mariadb")
 
 
 def eras() -> dict[str, str]:
-    """For each revision, the last first-parent commit of ``main`` whose newest
-    revision it was (the parent of the commit that added the next one)."""
-    log = subprocess.run(
-        [
-            "git",
-            "log",
-            "--first-parent",
-            "--reverse",
-            "--format=%h",
-            "main",
-            "--",
-            "migrations/versions",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    newest: dict[str, str] = {}
-    for commit in log:
-        names = subprocess.run(
-            ["git", "ls-tree", "--name-only", f"{commit}:migrations/versions"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        revision = max(n[:-3] for n in names if n.endswith(".py") and n[:4].isdigit())
-        parent = subprocess.run(
-            ["git", "rev-parse", "--short", f"{commit}^1"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        if newest and revision != max(newest):
-            newest[max(newest)] = parent  # the era of the previous newest ends here
-        newest.setdefault(revision, "")
-    return {r: c for r, c in newest.items() if c}
+    """For each revision of today's history but head, the last first-parent commit of
+    ``main`` whose newest revision it was: the parent of the last commit that made
+    another revision the newest (``--eras`` prints them, to update :data:`ERAS`)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
+
+    commits = git(
+        "log", "--first-parent", "--reverse", "--format=%h", "main", "--", "migrations/versions"
+    ).split()
+    era: dict[str, str] = {}
+    previous = None
+    for commit in commits:
+        names = git("ls-tree", "--name-only", f"{commit}:migrations/versions").split()
+        newest = max(n[:-3] for n in names if n.endswith(".py") and n[:4].isdigit())
+        if previous is not None and newest != previous:
+            era[previous] = git("rev-parse", "--short", f"{commit}^1").strip()
+        previous = newest
+    sys.path.insert(0, str(REPO / "src"))
+    from langgraph.checkpoint.sqlalchemy import migrate
+
+    return {r: era[r] for r in migrate._history()[:-1]}
 
 
 # -- in the era's process ------------------------------------------------------------------
