@@ -7,8 +7,10 @@
   ``asetup()`` keeps the loop free: ``tests/migrations/test_setup_blocking.py``.)
 - A libpq connection string (``"host=... dbname=... user=..."``) is PostgreSQL, never a
   SQLite file of that name; other strings that are not file paths are refused.
-- A database never reached fails at once, naming its host and port (password masked);
-  one reached once is still retried through an outage.
+- A database never reached fails at once, naming its host and port (password masked),
+  every host and port of a libpq host list, a socket folder as that folder, and nothing
+  the URL did not name; a database that does not exist, with the server's words; one
+  reached once is still retried through an outage.
 - A SQLite file in a folder that does not exist, and a password holding an unencoded
   ``@``, are typed errors that say what to do.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import socket
 import sys
 import threading
 import time
@@ -266,6 +269,137 @@ async def test_a_database_never_reached_fails_at_once_naming_host_and_port(
             with pytest.raises(CheckpointConnectionError, match="port 1"):
                 await acall()
             assert time.monotonic() - started < 2
+    finally:
+        await owner.aclose()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` TCP ports of 127.0.0.1 that nothing listens on (bound by the system,
+    then released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+A, B = free_ports(2)
+BOTH = f"host 127.0.0.1, port {A}; host 127.0.0.1, port {B}"
+#: ``(URL or connection string, the servers the error names, environment)``: host lists
+#: in each spelling, a socket folder (``{folder}``: a folder of the test, no socket in
+#: it), nothing named. Ports ``A`` and ``B`` are free ones of 127.0.0.1.
+NAMED_SERVERS = [
+    pytest.param(
+        f"host=127.0.0.1,127.0.0.1 port={A},{B} dbname=x user=u password=S3cretPw",
+        BOTH,
+        {},
+        id="conninfo-host-list",
+    ),
+    pytest.param(
+        f"postgresql://u:S3cretPw@/x?host=127.0.0.1,127.0.0.1&port={A},{B}",
+        BOTH,
+        {},
+        id="url-libpq-lists",
+    ),
+    pytest.param(
+        f"postgresql://u:S3cretPw@/x?host=127.0.0.1:{A}&host=127.0.0.1:{B}",
+        BOTH,
+        {},
+        id="url-host-port-pairs",
+    ),
+    pytest.param(
+        f"host={{folder}} port={A} dbname=x user=u password=S3cretPw",
+        f"socket folder {{folder}}, port {A}",
+        {},
+        id="conninfo-socket-folder",
+    ),
+    pytest.param(
+        "postgresql://u:S3cretPw@/x?host={folder}",
+        "socket folder {folder}, port 5432",
+        {},
+        id="url-socket-folder",
+    ),
+    pytest.param(
+        "postgresql://u:S3cretPw@/x",
+        f"the default socket, port {A}",
+        {"PGPORT": str(A)},
+        id="nothing-named",
+    ),
+    pytest.param(
+        "postgresql://u:S3cretPw@/x",
+        f"host 127.0.0.1 (PGHOST), port {A}",
+        {"PGHOST": "127.0.0.1", "PGPORT": str(A)},
+        id="pghost",
+    ),
+    pytest.param(
+        "mysql://u:S3cretPw@/x?unix_socket={folder}/mysqld.sock",
+        "socket {folder}/mysqld.sock",
+        {},
+        id="mysql-socket",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+@pytest.mark.parametrize(("url", "named", "env"), NAMED_SERVERS)
+async def test_a_first_connection_names_exactly_what_the_url_names(
+    url: str,
+    named: str,
+    env: dict[str, str],
+    kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every host and port of a host list, a socket folder as that folder, PGHOST and
+    PGPORT where libpq reads them: never a "localhost" the URL did not name, never the
+    password. Sync and async, saver and store."""
+    for name in ("PGHOST", "PGPORT", "PGHOSTADDR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    url, named = url.format(folder=tmp_path), named.format(folder=tmp_path)
+    owner = OWNERS[kind](url)
+    try:
+        for call in (owner.setup, lambda: _probe(owner), owner.asetup, lambda: _aprobe(owner)):
+            with pytest.raises(CheckpointConnectionError) as e:
+                result = call()
+                if asyncio.iscoroutine(result):
+                    await result
+            message = str(e.value)
+            assert f"({named}): " in message, message
+            assert "S3cretPw" not in message, message
+            # (the driver's own words may say localhost: PyMySQL's do for a socket)
+            assert "localhost" not in message.partition(f"({named}): ")[0], message
+    finally:
+        await owner.aclose()
+
+
+@pytest.mark.parametrize("kind", OWNERS)
+@pytest.mark.parametrize("backend", SERVERS)
+async def test_setup_on_a_database_that_does_not_exist_says_so(
+    backend: str, kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What the README says: ``setup()`` on a database not created yet raises
+    :class:`CheckpointConnectionError` (not SQLAlchemy's ``OperationalError``), with the
+    server's own words, at once."""
+    args = new_saver_args(backend, request, tmp_path)
+    missing = make_url(args["conn_string"]).set(database="lgsa_no_such_database")
+    says = (
+        'database "lgsa_no_such_database" does not exist'
+        if backend == "postgres"
+        else "Unknown database 'lgsa_no_such_database'"
+    )
+    owner = OWNERS[kind](missing.render_as_string(hide_password=False))
+    try:
+        for call in (owner.setup, owner.asetup):
+            with pytest.raises(CheckpointConnectionError) as e:
+                result = call()
+                if asyncio.iscoroutine(result):
+                    await result
+            assert says in str(e.value) and "CREATE DATABASE" in str(e.value)
     finally:
         await owner.aclose()
 

@@ -9,6 +9,7 @@ and which stay out of this ``__all__`` so that the root's public names do not ch
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,9 +20,11 @@ __all__ = [
     "CheckpointConnectionError",
     "CheckpointContentionError",
     "CheckpointDecodeError",
+    "CheckpointFileReadOnlyError",
     "CheckpointHistoryError",
     "CheckpointMetadataError",
     "CheckpointReadOnlyError",
+    "CheckpointStorageFullError",
     "DatabaseURLError",
     "DowngradeRefusedError",
     "DriverNotInstalledError",
@@ -257,8 +260,10 @@ class CheckpointConnectionError(ConnectionError):
     half-written (each transaction was rolled back). Retry later; the saver stays usable.
 
     A saver or store that has never reached its database does not retry: a wrong host
-    or port, or a server not started, raises this error at the first attempt, naming
-    the host and the port. Retries begin once it has connected.
+    or port, a server not started, or a database that does not exist raises this error
+    at the first attempt with the server's or the driver's words, naming what the URL
+    names: its host and port, each host and port of a libpq host list, a socket folder
+    (and "the default socket" where it names none). Retries begin once it has connected.
     """
 
 
@@ -268,6 +273,74 @@ class CheckpointReadOnlyError(CheckpointConnectionError):
     ``retry_timeout``. During a promotion the saver retries until the new primary takes
     the write; this error names the server when none did. Nothing was stored.
     """
+
+
+class CheckpointStorageFullError(OSError):
+    """The database has no room left for a write: the disk (or the filesystem, or the
+    tablespace) holding it is full, or the database reached a size limit of its own.
+
+    Raised by every write of the saver and the store (``put``, ``put_writes``, ``setup``,
+    a store ``put`` or ``batch``, the command line's writing commands), sync and async,
+    for what the database reports as a full disk: SQLite's ``SQLITE_FULL`` ("database or
+    disk is full": a full disk, or ``PRAGMA max_page_count`` reached), PostgreSQL's
+    SQLSTATE 53100 ``disk_full`` ("could not extend file ...: No space left on device"),
+    MySQL/MariaDB's errors 1021 (disk full), 1114 (a table is full) and a write error with
+    the system's errno 28 (``ENOSPC``). The message names the database (password hidden),
+    the database's own words (never the SQL) and what to do: free space on that disk, or
+    move the database to a larger one.
+
+    Nothing of the failed call was stored: its transaction was rolled back, and what was
+    stored before is intact and can still be read. It is not retried: the disk stays full
+    until someone frees space. An ``OSError`` whose ``errno`` is ``errno.ENOSPC``, as
+    Python's own file writes report a full disk, and not a ``ConnectionError``: LangGraph's
+    default ``RetryPolicy`` does not retry it either. Its ``__cause__`` is the driver's
+    error.
+
+    Attributes:
+        database: The database that is full: the SQLite file (``":memory:"`` for an
+            in-memory database) or the server's URL, password hidden.
+    """
+
+    database: str
+
+    def __init__(self, message: str, *, database: str = "") -> None:
+        super().__init__(message)
+        self.errno = errno.ENOSPC
+        self.database = database
+
+
+class CheckpointFileReadOnlyError(PermissionError):
+    """A write to a SQLite database that this process may not write: the file is
+    read-only (``chmod 0444``, another owner), its folder is (SQLite creates the
+    ``-wal``, ``-shm`` or ``-journal`` file beside the database at each write, and a
+    database in WAL mode cannot even be read without them), or the URL opened it
+    read-only (``?mode=ro``) or the connection was made read-only (``PRAGMA
+    query_only``). SQLite reports them all as ``SQLITE_READONLY`` ("attempt to write a
+    readonly database").
+
+    Raised by every write of the saver and the store and by the command line, sync and
+    async; also by ``setup()`` or the first call on a new database file in a folder this
+    process may not write. The message names the file and, when it can tell, which of the
+    file or the folder is not writable; it never quotes the SQL. Nothing of the call was
+    stored. Fix the permissions (give the user running this process write access to the
+    file and its folder), or, to only read the database, open it read-only: the URL
+    ``sqlite:///file:/path/to/db.sqlite?mode=ro&uri=true`` (reads need its folder writable,
+    or the ``-wal`` and ``-shm`` files present, when the database is in WAL mode).
+
+    A ``PermissionError`` (an ``OSError``): not retried, here nor by LangGraph's default
+    ``RetryPolicy``. A read-only database *server* (a standby) is
+    :class:`CheckpointReadOnlyError` instead, which is retried through a promotion.
+
+    Attributes:
+        path: The database file (None when the URL does not name one, such as a ``file:``
+            URI, whose path is SQLite's to read).
+    """
+
+    path: str | None
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from langgraph.checkpoint.sqlalchemy.errors import (
     CheckpointReadOnlyError,
     RetryEvent,
 )
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
 __all__ = ["LOG", "RETRY_TIMEOUT", "Retry"]
@@ -59,8 +60,9 @@ class Retry:
 
     Until the engines have once reached the database (``reached`` False), a failure to
     connect is not retried: a wrong host or port, or a server not started, fails at
-    once with a :class:`CheckpointConnectionError` naming the host and port, instead of
-    after ``timeout`` seconds. Outages after the first connection are ridden through.
+    once with a :class:`CheckpointConnectionError` naming every server the URL names
+    (each host and port of a host list, a socket folder), instead of after ``timeout``
+    seconds. Outages after the first connection are ridden through.
 
     Each retried failure is logged at WARNING on ``log`` (what failed, in the driver's
     words, the attempt, the seconds left; the URL and the words masked; no traceback),
@@ -110,6 +112,8 @@ class Retry:
             CheckpointContentionError: Every attempt lost to a concurrent transaction.
             DatabaseURLError: The database cannot be opened as the URL says (a SQLite
                 file in a folder that does not exist).
+            CheckpointStorageFullError: The database's disk is full (not retried).
+            CheckpointFileReadOnlyError: A SQLite file this process may not write.
             Exception: ``error`` itself (or its typed translation, such as
                 :class:`ValueTooLargeError`) when it is not transient.
         """
@@ -122,12 +126,12 @@ class Retry:
                 # knows, such as a database that does not exist), naming host and port.
                 raise (
                     self.qb.open_error(self._url, error)
-                    or self.qb.translate_error(error)
+                    or self.qb.translate_error(error, self._url)
                     or self._unreached(error)
                 ) from None
             kind = self.qb.transient(error)
             if kind is None:
-                raise self.qb.translate_error(error) or error from error
+                raise self.qb.translate_error(error, self._url) or error from error
         elif isinstance(error, CheckpointConnectionError):
             raise error
         else:
@@ -182,12 +186,12 @@ class Retry:
                 log.exception("the on_retry callback %r raised (ignored)", self._on_retry)
 
     def _unreached(self, error: BaseException) -> CheckpointConnectionError:
-        """The error of a first connection that failed: named host and port, the
-        driver's words, what to check; not retried (a typo does not heal)."""
+        """The error of a first connection that failed: every server the URL names as
+        the driver reads it (a host list host by host, a socket folder as that folder:
+        the dialect's :meth:`~.QueryBuilder.servers`), the driver's words, what to check;
+        not retried (a typo does not heal)."""
         url = self._url
-        host, port = getattr(url, "host", None), getattr(url, "port", None)
-        port = port or self.qb.default_port
-        server = f"host {host or 'localhost'}, port {port}" if port else ""
+        server = "; ".join(self.qb.servers(url)) if isinstance(url, URL) else ""
         cause = _words(error)
         cause += "" if cause.endswith((".", "?", "!")) else "."
         return CheckpointConnectionError(

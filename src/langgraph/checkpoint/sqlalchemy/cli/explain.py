@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.sqlalchemy import errors
 from langgraph.checkpoint.sqlalchemy._codec.display import SECRET_PARAMETERS
 from langgraph.checkpoint.sqlalchemy.cli.common import CommandError, engine_url, masked, sentence
+
+if TYPE_CHECKING:
+    from sqlalchemy.exc import DBAPIError
 
 __all__ = ["explain", "one_line"]
 
@@ -96,6 +100,9 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
                 2,
             )
         return f"{sentence(e)} Install the missing package", 2
+    typed = _typed(e, url) if isinstance(e, DBAPIError) else None
+    if typed is not None:  # the saver's own error for it (one line, exit 1)
+        return str(typed), 1
     if isinstance(e, DBAPIError):
         detail = str(e.orig if e.orig is not None else e)
         if e.statement is None or isinstance(e.orig, ConnectionError):
@@ -117,6 +124,22 @@ def explain(e: BaseException, url: str | None = None) -> tuple[str, int] | None:
         name = f"{e.filename}: " if e.filename else ""
         return f"{name}{sentence(e.strerror or e)} Check the path and its permissions", 2
     return None
+
+
+def _typed(e: DBAPIError, url: str | None) -> Exception | None:
+    """The typed error the saver raises for ``e`` (a full disk, a read-only SQLite file),
+    for a driver error a command met on an engine of its own (``upgrade``), or None."""
+    from langgraph.checkpoint.sqlalchemy.dialects import query_builder
+    from sqlalchemy.engine import URL
+
+    sync = engine_url(url) if url else None
+    if not isinstance(sync, URL):
+        return None
+    try:
+        qb = query_builder(sync.get_backend_name())
+    except errors.UnsupportedDialectError:
+        return None
+    return qb.translate_error(e, sync)
 
 
 _PASSWORD_IN_URL = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")

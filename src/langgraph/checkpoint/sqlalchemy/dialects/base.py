@@ -27,6 +27,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
 )
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
 from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._errors import DriverErrors
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import JsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
 from langgraph.checkpoint.sqlalchemy.dialects._orders import ListingOrders
@@ -70,7 +71,7 @@ NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 IDLE_OPTION = "lgsa_idle"
 
 
-class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
+class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, DriverErrors, ABC):
     """Builds the dialect-specific statements of the saver.
 
     One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`
@@ -100,8 +101,6 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
     url_aliases: ClassVar[tuple[str, ...]] = ()
     #: Query parameters added to the family's URLs unless the URL sets them.
     url_query: ClassVar[Mapping[str, str]] = {}
-    #: The server's port when the URL names none (None: no server, SQLite).
-    default_port: ClassVar[int | None] = None
 
     #: Whether the async methods run the operation on the sync engine in a worker thread
     #: (``asyncio.to_thread``) instead of on the async engine (see :mod:`.sqlite`).
@@ -424,6 +423,7 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
         return None
 
     # -- value sizes and errors ------------------------------------------------------
+    # (The driver errors a user can fix, a full disk among them: ._errors.DriverErrors.)
 
     def value_limit(self, connection: Connection) -> int | None:
         """Largest value (bytes) a statement may carry here, or None (default: no check)."""
@@ -438,13 +438,6 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
             NotImplementedError: Always, in the base class.
         """
         raise NotImplementedError(f"{type(self).__name__} has no value limit")
-
-    @classmethod
-    def open_error(cls, url: URL, error: DBAPIError) -> Exception | None:
-        """A typed error for a connection to ``url`` that failed for a cause the user
-        must fix and can be told precisely (SQLite: the file's folder does not exist),
-        or None (the default)."""
-        return None
 
     def text_limit(self, connection: Connection) -> int | None:
         """Largest JSON text one statement may carry here, in bytes as :meth:`sent_size`
@@ -462,11 +455,6 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
         parameters in. Measured on MariaDB 10.11 (16 MiB packet): 15.5 MiB of plain text
         passes, 9 MiB of quotes (18 MiB escaped) is refused."""
         return len(text) + text.count("\\") + text.count('"') + text.count("'")
-
-    def translate_error(self, error: DBAPIError) -> Exception | None:
-        """A typed error for a database error that has a known cause and remedy, or None
-        (the default: the error is raised as it is)."""
-        return None
 
     def small_reads(self, connection: Connection) -> None:
         """No parallel plan or JIT for the rest of this read transaction (default: nothing)."""
@@ -548,12 +536,6 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, ABC):
         yield  # pragma: no cover
 
     # -- transient failures -------------------------------------------------------------
-
-    @classmethod
-    def error_code(cls, error: BaseException | None) -> Any:
-        """The driver's code of a database error (SQLSTATE on PostgreSQL, the error
-        number on MySQL/MariaDB), or None."""
-        return None
 
     @classmethod
     def is_disconnect(cls, error: BaseException | None) -> bool:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import MySQLJsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
@@ -53,7 +55,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.dml import Insert
@@ -72,6 +74,8 @@ _MIGRATION_LEASE_NAME = "lgsa/migrations"
 MYSQL_RECURSION_LIMIT = 100_001
 
 _EXTRA = install_hint("mysql")
+#: The system's "No space left on device" (errno 28) in a server's message.
+_ENOSPC = re.compile(r"\b(?:errno|errcode|error)\W{0,3}28\b|no space left on device", re.I)
 
 
 #: Rows and storage of the saver's tables from ``information_schema``.
@@ -118,6 +122,10 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
     url_query: ClassVar[Mapping[str, str]] = {"charset": "utf8mb4"}
     #: Each DDL statement commits; the migrations are written to be re-runnable.
     transactional_ddl = False
+    migration_note = (
+        " (A setup() keeps the migration steps it finished: each DDL statement commits; "
+        "run it again once there is room.)"
+    )
     #: Error numbers of a connection or server that is gone or not usable: server
     #: shutdown (1053), connection killed (1927), can't connect (2002, 2003), server gone
     #: or lost (2006, 2013, 2055), Galera's "WSREP has not yet prepared node for
@@ -141,6 +149,15 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
     #: leaves the cluster. The transaction was rolled back; retried like a lost
     #: connection.
     unavailable_codes: ClassVar[frozenset[int]] = frozenset({1180})
+    #: Error numbers of a full disk: "Disk is full writing ..." (20, a mysys error),
+    #: "Disk full (...); waiting for someone to free some space" (1021), "The table ...
+    #: is full" (1114: InnoDB could not extend the table's tablespace).
+    full_codes: ClassVar[frozenset[int]] = frozenset({20, 1021, 1114})
+    #: Error numbers of a failed write that carry the system's errno in their message,
+    #: a full disk when it is 28 (``ENOSPC``): "Error writing file ... (errno: 28 ...)"
+    #: (3 on MySQL 8, 1026), "Got error 28 ... from storage engine" (1030), "Got error
+    #: 28 ... during COMMIT" (1180).
+    write_codes: ClassVar[frozenset[int]] = frozenset({3, 1026, 1030, 1180})
     #: Whether the server is known to be MariaDB without asking the connection.
     is_mariadb: ClassVar[bool] = False
 
@@ -307,10 +324,11 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
             "stored."
         )
 
-    def translate_error(self, error: DBAPIError) -> Exception | None:
+    def translate_error(self, error: DBAPIError, url: URL | None = None) -> Exception | None:
         """A statement larger than ``max_allowed_packet`` (error 1153, or 1301 for a value
         over it) is a :class:`ValueTooLargeError` naming the setting. The transaction was
-        rolled back, so nothing of the call is stored."""
+        rolled back, so nothing of the call is stored. Else the base's answer (a full
+        disk)."""
         code = getattr(error.orig, "args", (None,))[0] if error.orig is not None else None
         if code in (1153, 1301):
             return ValueTooLargeError(
@@ -319,7 +337,32 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
                 "SET GLOBAL max_allowed_packet = 268435456 (or in the server's config), or "
                 "store less in the channel. Nothing of this call was stored."
             )
-        return None
+        return super().translate_error(error, url)
+
+    @classmethod
+    def servers(cls, url: URL) -> list[str]:
+        """The URL's socket (``?unix_socket=``), or its host (PyMySQL's and asyncmy's
+        default: ``localhost``, over TCP) and port."""
+        socket = url.query.get("unix_socket")
+        if isinstance(socket, str):
+            return [f"socket {socket}"]
+        return [f"host {url.host or 'localhost'}, port {url.port or cls.default_port}"]
+
+    def words(self, error: DBAPIError) -> str:
+        """The server's message and its error number (the driver's ``(number,
+        message)`` arguments)."""
+        args: tuple[Any, ...] = getattr(error.orig, "args", ())
+        if len(args) == 2 and isinstance(args[0], int):
+            return " ".join(masked_text(f"{args[1]} (error {args[0]})").split())
+        return super().words(error)
+
+    def storage_full(self, error: DBAPIError) -> bool:
+        """An error number of :attr:`full_codes`, or of :attr:`write_codes` whose
+        message names errno 28 (``ENOSPC``)."""
+        code = self.error_code(error.orig)
+        if code in self.full_codes:
+            return True
+        return code in self.write_codes and _ENOSPC.search(str(error.orig)) is not None
 
     @classmethod
     def error_code(cls, error: BaseException | None) -> Any:
@@ -334,8 +377,10 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
 
     def transient(self, error: DBAPIError) -> str | None:
         """``"read-only"``, ``"conflict"`` (see :attr:`conflict_codes`), else the base's
-        answer."""
+        answer; never a full disk (:meth:`storage_full`)."""
         code = self.error_code(error.orig)
+        if self.storage_full(error):
+            return None  # (1180 of a full disk: retrying does not free space)
         if code in self.read_only_codes:
             return "read-only"
         if code in self.conflict_codes:

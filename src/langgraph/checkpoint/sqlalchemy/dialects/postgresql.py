@@ -10,6 +10,7 @@ behind a transaction pooler), the SQLSTATEs the saver retries, and the server cl
 from __future__ import annotations
 
 import hashlib
+import os
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,7 +44,7 @@ from sqlalchemy import (
     type_coerce,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -386,6 +387,53 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
             return "conflict"
         return super().transient(error)
 
+    def words(self, error: DBAPIError) -> str:
+        """The server's message and its SQLSTATE."""
+        code = self.error_code(error.orig)
+        return super().words(error) + (f" (SQLSTATE {code})" if code else "")
+
+    def storage_full(self, error: DBAPIError) -> bool:
+        """SQLSTATE 53100 ``disk_full``: "could not extend file ...: No space left on
+        device" (a table, an index or a temporary file that could not grow)."""
+        return str(self.error_code(error.orig)) == "53100"
+
+    @classmethod
+    def servers(cls, url: URL) -> list[str]:
+        """Each server libpq tries for ``url``, in order: a host list (``?host=a,b&port=
+        5432,5433``, or SQLAlchemy's ``?host=a:5432&host=b:5433``) host by host, a socket
+        folder (``?host=/var/run/postgresql``) as that folder, ``hostaddr`` where a host
+        is left empty, ``PGHOST``/``PGPORT`` where the URL names none (as libpq reads
+        them), else libpq's default socket: never a host the URL did not name."""
+        host, port = url.query.get("host"), url.query.get("port")
+        if isinstance(host, tuple) or (
+            isinstance(host, str) and port is None and ":" in host and "," not in host
+        ):  # SQLAlchemy's host:port form (each token split as its psycopg dialect does)
+            tokens = [host] if isinstance(host, str) else list(host)
+            pairs = [(*t.split(":", 1), "")[:2] for t in tokens]
+            hosts, ports = [h for h, _ in pairs], [p for _, p in pairs]
+        else:
+            hosts, ports = _listed(host), _listed(port)
+        if url.host:
+            hosts, ports = [url.host], [str(url.port)] if url.port else ports
+        hosts = hosts or [f"{h} (PGHOST)" for h in _listed(os.environ.get("PGHOST"))]
+        ports = ports or _listed(os.environ.get("PGPORT"))
+        addresses = _listed(url.query.get("hostaddr"))
+        named = []
+        for i in range(max(len(hosts), len(addresses), 1)):
+            name = (hosts[i] if i < len(hosts) else "") or (
+                addresses[i] if i < len(addresses) else ""
+            )
+            number = (ports[i] if i < len(ports) else ports[0] if ports else "") or str(
+                cls.default_port
+            )
+            if name.startswith("/"):
+                named.append(f"socket folder {name}, port {number}")
+            elif name:
+                named.append(f"host {name}, port {number}")
+            else:
+                named.append(f"the default socket, port {number}")
+        return named
+
 
 #: What libpq says when a connection is refused for good (no SQLSTATE reaches the
 #: client then): a missing database or role, a refused login. Not retried.
@@ -397,6 +445,15 @@ _PERMANENT_CONNECT_FAILURES = (
     "permission denied",
     "invalid",
 )
+
+
+def _listed(value: str | Sequence[str] | None) -> list[str]:
+    """A libpq list (``"a,b"``), or the values of a query parameter given several times,
+    as a list (empty for None)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    return [v for item in items for v in item.split(",")]
 
 
 def _lock_key(kind: str, key: str) -> int:

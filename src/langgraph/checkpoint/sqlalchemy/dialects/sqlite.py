@@ -5,6 +5,8 @@ first-write-wins inserts and upserts with ``ON CONFLICT``, JSON filters over
 ``json_each``/``json_tree``, and the thread lock: an exclusive transaction on a lock
 database beside the database file, or a lock of the process for an in-memory database.
 The async methods run on the sync engine in one worker thread (:attr:`async_in_thread`).
+The database file of a URL and the typed errors of a file that cannot be opened, written
+or grown (a full disk, a read-only file) come from a mixin of the same package.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from langgraph.checkpoint.sqlalchemy.dialects._json_filters import (
     json_kind,
     tree_within,
 )
+from langgraph.checkpoint.sqlalchemy.dialects._sqlite_files import SQLiteFiles
 from langgraph.checkpoint.sqlalchemy.dialects.base import (
     IDLE_OPTION,
     NO_TRANSACTION_OPTION,
@@ -55,7 +58,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
@@ -99,7 +101,7 @@ def check_file(path: str) -> str:
 ESTIMATE_SAMPLE = 1000
 
 
-class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
+class SQLiteQueryBuilder(SQLiteFiles, SQLiteJsonFilters, QueryBuilder):
     """The query builder of SQLite (``pysqlite`` and ``aiosqlite``)."""
 
     family = "sqlite"
@@ -111,15 +113,6 @@ class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
         "aiosqlite": ("aiosqlite", install_hint()),
     }
     extra = install_hint()
-
-    @classmethod
-    def database_file(cls, url: URL) -> str | None:
-        """The file of ``sqlite:///path``; None for an in-memory database or a ``file:``
-        URI (``uri=true``: its path is SQLite's to read)."""
-        path = url.database or ""
-        if url.query.get("uri") or not path or path == ":memory:" or path.startswith("file:"):
-            return None
-        return os.path.abspath(path)
 
     @classmethod
     def check_url(cls, url: URL) -> bool:
@@ -143,23 +136,6 @@ class SQLiteQueryBuilder(SQLiteJsonFilters, QueryBuilder):
         if not url.query.get("uri") and not url.database.startswith("file:"):
             check_file(url.database)
         return False
-
-    @classmethod
-    def open_error(cls, url: URL, error: DBAPIError) -> Exception | None:
-        """SQLite's "unable to open database file" for a file whose folder does not
-        exist (SQLite creates the file, never its folder): a :class:`DatabaseURLError`
-        naming the file and the folder."""
-        path = cls.database_file(url)
-        if path is None or "unable to open database file" not in str(error.orig):
-            return None
-        folder = os.path.dirname(path)
-        if os.path.isdir(folder):
-            return None
-        return DatabaseURLError(
-            f"cannot open the SQLite database {path}: its folder {folder} does not exist "
-            "(SQLite creates the file, not its folder). Create the folder (mkdir -p "
-            f"{folder}) or fix the path in the URL; nothing was created."
-        )
 
     #: True: aiosqlite runs every statement in a thread of its own and hops back to the
     #: event loop after each, so an operation of four statements (BEGIN, two statements,
