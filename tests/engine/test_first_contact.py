@@ -286,33 +286,33 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-A, B = free_ports(2)
-BOTH = f"host 127.0.0.1, port {A}; host 127.0.0.1, port {B}"
+BOTH = "host 127.0.0.1, port {a}; host 127.0.0.1, port {b}"
 #: ``(URL or connection string, the servers the error names, environment)``: host lists
-#: in each spelling, a socket folder (``{folder}``: a folder of the test, no socket in
-#: it), nothing named. Ports ``A`` and ``B`` are free ones of 127.0.0.1.
+#: in each spelling, a socket folder, nothing named. Filled in by the test: ``{a}`` and
+#: ``{b}``, ports of 127.0.0.1 nothing listens on; ``{folder}``, a folder of the test
+#: without a socket.
 NAMED_SERVERS = [
     pytest.param(
-        f"host=127.0.0.1,127.0.0.1 port={A},{B} dbname=x user=u password=S3cretPw",
+        "host=127.0.0.1,127.0.0.1 port={a},{b} dbname=x user=u password=S3cretPw",
         BOTH,
         {},
         id="conninfo-host-list",
     ),
     pytest.param(
-        f"postgresql://u:S3cretPw@/x?host=127.0.0.1,127.0.0.1&port={A},{B}",
+        "postgresql://u:S3cretPw@/x?host=127.0.0.1,127.0.0.1&port={a},{b}",
         BOTH,
         {},
         id="url-libpq-lists",
     ),
     pytest.param(
-        f"postgresql://u:S3cretPw@/x?host=127.0.0.1:{A}&host=127.0.0.1:{B}",
+        "postgresql://u:S3cretPw@/x?host=127.0.0.1:{a}&host=127.0.0.1:{b}",
         BOTH,
         {},
         id="url-host-port-pairs",
     ),
     pytest.param(
-        f"host={{folder}} port={A} dbname=x user=u password=S3cretPw",
-        f"socket folder {{folder}}, port {A}",
+        "host={folder} port={a} dbname=x user=u password=S3cretPw",
+        "socket folder {folder}, port {a}",
         {},
         id="conninfo-socket-folder",
     ),
@@ -324,14 +324,14 @@ NAMED_SERVERS = [
     ),
     pytest.param(
         "postgresql://u:S3cretPw@/x",
-        f"the default socket, port {A}",
-        {"PGPORT": str(A)},
+        "the default socket, port {a}",
+        {"PGPORT": "{a}"},
         id="nothing-named",
     ),
     pytest.param(
         "postgresql://u:S3cretPw@/x",
-        f"host 127.0.0.1 (PGHOST), port {A}",
-        {"PGHOST": "127.0.0.1", "PGPORT": str(A)},
+        "host 127.0.0.1 (PGHOST), port {a}",
+        {"PGHOST": "127.0.0.1", "PGPORT": "{a}"},
         id="pghost",
     ),
     pytest.param(
@@ -356,11 +356,13 @@ async def test_a_first_connection_names_exactly_what_the_url_names(
     """Every host and port of a host list, a socket folder as that folder, PGHOST and
     PGPORT where libpq reads them: never a "localhost" the URL did not name, never the
     password. Sync and async, saver and store."""
+    a, b = free_ports(2)
+    fill = {"a": a, "b": b, "folder": tmp_path}
     for name in ("PGHOST", "PGPORT", "PGHOSTADDR"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    url, named = url.format(folder=tmp_path), named.format(folder=tmp_path)
+        monkeypatch.setenv(name, value.format(**fill))
+    url, named = url.format(**fill), named.format(**fill)
     owner = OWNERS[kind](url)
     try:
         for call in (owner.setup, lambda: _probe(owner), owner.asetup, lambda: _aprobe(owner)):

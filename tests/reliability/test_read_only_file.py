@@ -36,6 +36,7 @@ from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from ..checkpoints import config
 from ..doors import Door
+from ..provision import BACKENDS
 
 SQL_WORDS = ("INSERT", "SELECT", "UPDATE", "VALUES", "lgsa_")
 
@@ -201,7 +202,7 @@ async def test_a_read_only_url(kind: str, mode: str, tmp_path: Path) -> None:
         await owner.aclose()
 
 
-@pytest.mark.parametrize("backend", ["sqlite-file", "sqlite-memory"])
+@pytest.mark.parametrize("backend", [b for b in ("sqlite-file", "sqlite-memory") if b in BACKENDS])
 async def test_a_query_only_connection(door: Door, backend: str) -> None:
     """``PRAGMA query_only`` on every connection the saver checks out (a read-only
     replica's set-up, a policy): the put is typed, reads work."""
