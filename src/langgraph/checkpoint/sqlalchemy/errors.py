@@ -290,11 +290,13 @@ class CheckpointStorageFullError(OSError):
     move the database to a larger one.
 
     Nothing of the failed call was stored: its transaction was rolled back, and what was
-    stored before is intact and can still be read. It is not retried: the disk stays full
-    until someone frees space. An ``OSError`` whose ``errno`` is ``errno.ENOSPC``, as
-    Python's own file writes report a full disk, and not a ``ConnectionError``: LangGraph's
-    default ``RetryPolicy`` does not retry it either. Its ``__cause__`` is the driver's
-    error.
+    stored before is intact and can still be read (on MySQL/MariaDB, whose DDL statements
+    commit one by one, a ``setup()`` keeps the migration steps it finished: run it again).
+    It is not retried: the disk stays full until someone frees space. An ``OSError``
+    whose ``errno`` is ``errno.ENOSPC``, as Python's own file writes report a full disk,
+    and not a ``ConnectionError``: LangGraph's default ``RetryPolicy`` does not retry it
+    either. Its ``__cause__`` is SQLAlchemy's ``DBAPIError`` around the driver's error
+    (once the database has been reached: a first connection's errors have none).
 
     Attributes:
         database: The database that is full: the SQLite file (``":memory:"`` for an
@@ -319,21 +321,23 @@ class CheckpointFileReadOnlyError(PermissionError):
     readonly database").
 
     Raised by every write of the saver and the store and by the command line, sync and
-    async; also by ``setup()`` or the first call on a new database file in a folder this
-    process may not write. The message names the file and, when it can tell, which of the
-    file or the folder is not writable; it never quotes the SQL. Nothing of the call was
-    stored. Fix the permissions (give the user running this process write access to the
-    file and its folder), or, to only read the database, open it read-only: the URL
-    ``sqlite:///file:/path/to/db.sqlite?mode=ro&uri=true`` (reads need its folder writable,
-    or the ``-wal`` and ``-shm`` files present, when the database is in WAL mode).
+    async; by reads too where the folder is read-only (in WAL mode, as the saver sets it,
+    SQLite needs its ``-shm`` file even to read); by ``setup()`` or the first call on a
+    new database file in a folder this process may not write. The message names the file
+    and, when it can tell, which of the file, its ``-wal``/``-shm`` files or the folder
+    is not writable; it never quotes the SQL. Nothing of the call was stored. Fix the
+    permissions (give the user running this process write access to the files and their
+    folder), or, to only read the database, open it read-only: the URL
+    ``sqlite:///file:/path/to/db.sqlite?mode=ro&uri=true`` (in a read-only folder,
+    ``?immutable=1&uri=true``, for a database no process writes meanwhile).
 
     A ``PermissionError`` (an ``OSError``): not retried, here nor by LangGraph's default
     ``RetryPolicy``. A read-only database *server* (a standby) is
     :class:`CheckpointReadOnlyError` instead, which is retried through a promotion.
 
     Attributes:
-        path: The database file (None when the URL does not name one, such as a ``file:``
-            URI, whose path is SQLite's to read).
+        path: The database file (of a ``file:`` URI too); None for an in-memory
+            database.
     """
 
     path: str | None
