@@ -496,6 +496,33 @@ def test_other_mysql_errors_are_not_taken_for_a_full_disk(
         assert qb.transient(error) == "connection"
 
 
+def _postgres_errors() -> list[Any]:
+    found = []
+    for module, name in (
+        ("psycopg.errors", "DiskFull"),
+        ("asyncpg.exceptions", "DiskFullError"),
+    ):
+        try:
+            found.append(getattr(__import__(module, fromlist=[name]), name))
+        except ImportError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("error_class", _postgres_errors(), ids=lambda c: c.__module__)
+def test_postgresql_disk_full_on_each_drivers_class(error_class: type[Exception]) -> None:
+    """Where the real 53100 above cannot be made (no root, a server elsewhere), and for
+    asyncpg, which it does not run (SQLAlchemy's adapter copies asyncpg's SQLSTATE onto
+    the error it raises): the drivers' own class of SQLSTATE 53100. (psycopg2 sets its
+    ``pgcode`` from the server's answer only: an instance made here has none.)"""
+    url = make_url("postgresql+psycopg://app:S3cret@db.example:5433/app")
+    words = 'could not extend file "base/16384/16500": No space left on device'
+    with pytest.raises(CheckpointStorageFullError) as e:
+        Retry(query_builder("postgresql"), 30, url).pause(_wrapped(error_class(words)))
+    assert_full(e.value, "db.example:5433", words, "SQLSTATE 53100")
+    assert "S3cret" not in str(e.value)
+
+
 # -- the command line -----------------------------------------------------------------------
 
 
