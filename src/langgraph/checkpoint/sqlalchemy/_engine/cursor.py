@@ -26,15 +26,17 @@ through ``Connection.execute``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
+from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import handle_dbapi_error
 from langgraph.checkpoint.sqlalchemy.schema import (
     NAME_KEY_LENGTH,
     NAME_KEY_MARKER,
@@ -94,7 +96,6 @@ class _Compiled:
     """One construct compiled for one dialect and schema map (kept by :func:`_compiled`)."""
 
     __slots__ = (
-        "_columns",
         "_per_column",
         "binds",
         "expanding",
@@ -105,6 +106,7 @@ class _Compiled:
         "positional",
         "result",
         "row_type",
+        "selected",
         "sql",
     )
 
@@ -145,7 +147,8 @@ class _Compiled:
             if columns is not None and len(columns)
             else None
         )
-        self._columns: Any = columns
+        #: The construct's selected columns (their types' result processors), or None.
+        self.selected: Any = columns
         self._per_column: Any = None
 
     def row_params(self, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> Any:
@@ -261,12 +264,18 @@ def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled
     return found
 
 
+_INFO = logging.INFO
+
+
 def _listened(conn: Connection) -> bool:
-    """A cursor listener, or SQL logging (``echo``), wants to see the statement (never
-    on a lane, which opens only without either: :meth:`.Lane.open`)."""
+    """A cursor listener, or SQL logging (``echo``: the engine's logger enabled for
+    INFO, as ``Connection`` checks it), wants to see the statement (never on a lane, which
+    opens only without either: :meth:`.Lane.open`). Checked at each statement, where a
+    ``Connection`` fixes its own answer when it is made: logging turned off while a
+    connection is open stops ours at once, SQLAlchemy's own at that connection's end."""
     if isinstance(conn, LaneConnection):
         return False
-    if conn._echo:
+    if conn.engine.logger.isEnabledFor(_INFO):
         return True
     dispatch: Any = conn.dispatch
     return bool(dispatch.before_cursor_execute) or bool(dispatch.after_cursor_execute)
@@ -304,7 +313,7 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
         if isinstance(e, conn.dialect.loaded_dbapi.Error):
             # SQLAlchemy's own handler: wraps the error in DBAPIError, invalidates the
             # pool on a dropped connection, runs handle_error listeners.
-            conn._handle_dbapi_exception(e, c.sql, args, cursor, None)
+            _driver_error(conn, e, c.sql, args, cursor)
         raise
     cursor.close()
     if raw is None:
@@ -313,7 +322,7 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
         dialect = conn.dialect
         c.result = tuple(
             (i, p, _str_read_unchanged(col.type))
-            for i, (col, desc) in enumerate(zip(c._columns, description, strict=True))
+            for i, (col, desc) in enumerate(zip(c.selected, description, strict=True))
             if (p := col.type.dialect_impl(dialect).result_processor(dialect, desc[1])) is not None
         )
     make = c.row_type._make
@@ -332,6 +341,17 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
             processors = tuple(x for x in processors if x[0] >= first_only)
             first_only = 0
     return out
+
+
+def _driver_error(
+    conn: Connection, e: BaseException, statement: str, args: Any, cursor: Any
+) -> NoReturn:
+    """Raise the driver's error ``e`` as ``Connection.execute`` would, on a connection
+    or a lane's (:meth:`.LaneConnection.handle_error`)."""
+    held: Any = conn
+    if type(held) is LaneConnection:
+        held.handle_error(e, statement, args, cursor)
+    handle_dbapi_error(conn, e, statement, args, cursor)
 
 
 def rows(
@@ -400,7 +420,7 @@ def execute_many(
         with contextlib.suppress(Exception):
             cursor.close()
         if isinstance(e, conn.dialect.loaded_dbapi.Error):
-            conn._handle_dbapi_exception(e, c.sql, args, cursor, None)
+            _driver_error(conn, e, c.sql, args, cursor)
         raise
     cursor.close()
 

@@ -43,24 +43,36 @@ issue ``BEGIN`` themselves), on MySQL/MariaDB a write is committed and a read ro
 on return. A driver error goes through SQLAlchemy's own handler (``handle_error``
 listeners, wrapping in ``DBAPIError``, invalidating a dropped connection and the pool's
 older ones), through a ``Connection`` made around the checked-out connection only then.
+
+The SQLAlchemy private names this needs (the error handlers, the pool's settings, the
+listener collections) are read through :mod:`..dialects._sqlalchemy_private`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
-import sqlalchemy.event.attr
 from langgraph.checkpoint.sqlalchemy.dialects import (
     IDLE_OPTION,
     NO_TRANSACTION_OPTION,
     WRITE_OPTION,
 )
+from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import (
+    handle_connect_error,
+    handle_dbapi_error,
+    has_listeners,
+    listeners_are,
+    pool_max_overflow,
+    pool_pre_pings,
+    pool_recycle,
+)
 from sqlalchemy import Connection, Engine
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import Pool, QueuePool
 
 __all__ = ["CAPABLE", "MIN_POOL", "Detour", "Lane", "LaneConnection", "capable"]
 
@@ -74,6 +86,8 @@ CAPABLE: set[Callable[..., Any]] = set()
 _KNOWN = frozenset(
     {"schema_translate_map", "isolation_level", NO_TRANSACTION_OPTION, WRITE_OPTION, IDLE_OPTION}
 )
+
+_INFO = logging.INFO
 
 #: Engine events a lane would not fire (``begin`` is checked against the dialect's own).
 _SKIPPED = (
@@ -108,8 +122,6 @@ class LaneConnection:
 
     __slots__ = ("_options", "connection", "dbapi", "dialect", "dispatch", "engine", "ran")
 
-    _echo = False
-
     def __init__(self, engine: Engine, fairy: Any, options: Mapping[str, Any]) -> None:
         self.engine = engine
         self.dialect = engine.dialect
@@ -135,12 +147,14 @@ class LaneConnection:
         """Not on the lane: :class:`Detour`."""
         raise Detour()
 
-    def _handle_dbapi_exception(
-        self, e: BaseException, statement: Any, parameters: Any, cursor: Any, context: Any
+    def handle_error(
+        self, e: BaseException, statement: str | None, parameters: Any, cursor: Any
     ) -> NoReturn:
+        """Raise the driver's error ``e`` as ``Connection.execute`` would (see
+        :func:`~..dialects._sqlalchemy_private.handle_dbapi_error`), through a
+        ``Connection`` made around the checked-out connection now."""
         conn = Connection(self.engine, connection=self.connection)
-        conn._handle_dbapi_exception(e, statement, parameters, cursor, context)
-        raise e  # (the handler always raises)
+        handle_dbapi_error(conn, e, statement, parameters, cursor)
 
 
 class Lane:
@@ -162,6 +176,7 @@ class Lane:
         "_held",
         "_held_lock",
         "_held_pid",
+        "_held_pool",
         "_holds",
         "_idle",
         "_options",
@@ -197,6 +212,8 @@ class Lane:
         self._holds = self._idle is not None and _holds(engine)
         self._held: Any = None
         self._held_pid = 0
+        #: The pool the held connection came from (a ``dispose()`` replaces the engine's).
+        self._held_pool: Pool | None = None
         self._held_lock = threading.Lock()
         #: Held connections of a parent process, seen after a fork: kept, never used or
         #: closed here (the parent's; what ``Engine.dispose(close=False)`` does).
@@ -209,19 +226,16 @@ class Lane:
         if self._options.get(access) is None:
             return False
         engine = self.engine
-        if engine._should_log_info():
+        # SQL logging on (echo=True or "debug", the sqlalchemy.engine logger at INFO or
+        # below, a logging_name's logger): the very check by which a Connection decides
+        # to log its statements
+        if engine.logger.isEnabledFor(_INFO):
             return False
         dispatch = engine.dispatch
-        if _listening(dispatch, _SKIPPED):
+        if has_listeners(dispatch, _SKIPPED):
             return False
         # no begin listener, or only the dialect's own
-        begin = dispatch.begin
-        kind = type(begin)
-        if kind is _EMPTY and not begin.parent_listeners:
-            return True
-        if kind is _COLLECTION and not begin.parent_listeners:
-            return not begin.listeners or tuple(begin.listeners) == self._begin
-        return not begin or tuple(begin) == self._begin
+        return listeners_are(dispatch, "begin", self._begin)
 
     def run(self, access: Any, write: bool, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """``op(conn, *args)`` on a checked-out connection; a write committed.
@@ -241,7 +255,7 @@ class Lane:
                     self._give_back(held, access)
             finally:
                 self._held_lock.release()
-        fairy = self._checkout()
+        fairy = self._checkout(self.engine.pool)
         try:
             conn = LaneConnection(self.engine, fairy, options)
             if self._autocommit[access]:
@@ -265,8 +279,9 @@ class Lane:
         fairy = self._current()
         fresh = fairy is None
         if fairy is None:
-            fairy = self._checkout()
-            self._held, self._held_pid = fairy, os.getpid()
+            pool = self.engine.pool
+            fairy = self._checkout(pool)
+            self._held, self._held_pid, self._held_pool = fairy, os.getpid(), pool
         conn = LaneConnection(self.engine, fairy, options)
         ready = False
         try:
@@ -294,27 +309,26 @@ class Lane:
             return None
         if self._held_pid != os.getpid():
             self._forked.append(fairy)
-        elif fairy._pool is not self.engine.pool:
+        elif self._held_pool is not self.engine.pool:
             fairy.invalidate()
         else:
             return fairy
-        self._held = None
+        self._held = self._held_pool = None
         return None
 
-    def _checkout(self) -> Any:
-        """A connection from the engine's current pool (a failure as SQLAlchemy wraps
-        it)."""
+    def _checkout(self, pool: Pool) -> Any:
+        """A connection from ``pool`` (the engine's current one; a failure as
+        SQLAlchemy wraps it)."""
         try:
-            return self.engine.pool.connect()
+            return pool.connect()
         except self.dialect.loaded_dbapi.Error as e:
-            Connection._handle_dbapi_exception_noconnection(e, self.dialect, self.engine)
-            raise
+            handle_connect_error(e, self.engine)
 
     def _set_autocommit(self, conn: LaneConnection, fairy: Any) -> None:
         try:
             self.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
         except self.dialect.loaded_dbapi.Error as e:
-            conn._handle_dbapi_exception(e, None, None, None, None)
+            conn.handle_error(e, None, None, None)
 
     def _call(
         self,
@@ -333,7 +347,7 @@ class Lane:
                 conn.dbapi.commit()
             return result
         except self.dialect.loaded_dbapi.Error as e:
-            conn._handle_dbapi_exception(e, None, None, None, None)
+            conn.handle_error(e, None, None, None)
         except Detour:
             if write and conn.ran:
                 raise RuntimeError(
@@ -355,7 +369,7 @@ class Lane:
 
     def _give_back(self, fairy: Any, access: Any) -> None:
         """Return the held connection to the pool (:meth:`_return`); held no more."""
-        self._held = None
+        self._held = self._held_pool = None
         self._return(fairy, access)
 
     def _return(self, fairy: Any, access: Any) -> None:
@@ -394,48 +408,23 @@ def _holds(engine: Engine) -> bool:
     pool = engine.pool
     if not isinstance(pool, QueuePool):
         return False
-    overflow = pool._max_overflow
+    overflow = pool_max_overflow(pool)
     return (
         not engine.dialect.is_async
         and (overflow < 0 or pool.size() + overflow >= MIN_POOL)
         and not _pool_listened(pool)
-        and not pool._pre_ping
-        and pool._recycle < 0
+        and not pool_pre_pings(pool)
+        and pool_recycle(pool) < 0
     )
 
 
 def _pool_listened(pool: Any) -> bool:
     """Whether a listener wants each checkout (``checkout``, ``checkin``, ``reset``),
     checked at each call: one registered after the lane was made counts too."""
-    return _listening(pool.dispatch, _PER_CHECKOUT)
+    return has_listeners(pool.dispatch, _PER_CHECKOUT)
 
 
 _PER_CHECKOUT = ("checkout", "checkin", "reset")
-
-#: SQLAlchemy's event collections of a dispatch without and with listeners of its own
-#: (``sqlalchemy.event.attr``; private, so looked up with a fallback): their listener
-#: containers are read directly, where ``bool()`` would run their Python ``__bool__``
-#: (about 1,000 instructions each, 11 a call).
-_EMPTY: Any = getattr(sqlalchemy.event.attr, "_EmptyListener", None)
-_COLLECTION: Any = getattr(sqlalchemy.event.attr, "_ListenerCollection", None)
-
-
-def _listening(dispatch: Any, names: tuple[str, ...]) -> bool:
-    """Whether any event of ``names`` has a listener on ``dispatch`` (its own or its
-    class's)."""
-    for name in names:
-        found = getattr(dispatch, name)
-        kind = type(found)
-        if kind is _EMPTY:
-            if found.parent_listeners:
-                return True
-        elif kind is _COLLECTION:
-            if found.listeners or found.parent_listeners:
-                return True
-        elif found:  # another kind of collection: its own answer
-            return True
-    return False
-
 
 #: Every :class:`Lane` of the process, for :func:`_after_fork_in_child`.
 _LANES: weakref.WeakSet[Lane] = weakref.WeakSet()

@@ -50,6 +50,7 @@ from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour
 from langgraph.checkpoint.sqlalchemy._engine.retry import LOG, RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import base_engine
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -67,7 +68,7 @@ def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
     given: Any = engine.sync_engine
     # An engine made by .execution_options() proxies its parent's pool: copy the parent,
     # then apply the same options to the copy.
-    base = getattr(given, "_proxied", given)
+    base = base_engine(given)
     sync = copy.copy(base)
     sync.pool = base.pool.recreate()
     if base is not given:

@@ -24,6 +24,7 @@ from array import array
 from typing import Any
 
 from langgraph.checkpoint.sqlalchemy.dialects._ann import AnnParams, VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import copy_column
 from sqlalchemy import (
     Column,
     Connection,
@@ -238,7 +239,7 @@ class PgVector(VectorIndex):
         key = (id(table), table.name)
         found = self._tables.get(key)
         if found is None:
-            columns = [c._copy() for c in table.columns]
+            columns = [copy_column(c) for c in table.columns]
             columns.append(Column(self.column_name, VectorType(), nullable=True))
             found = Table(table.name, MetaData(), *columns, schema=table.schema)
             self._tables[key] = found

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy._codec.install import install_hint
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import MySQLJsonFilters
+from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import backslash_escapes
 from langgraph.checkpoint.sqlalchemy.dialects.base import Binder, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import MigrationLockTimeout, ValueTooLargeError
 from langgraph.checkpoint.sqlalchemy.schema import (
@@ -204,13 +205,14 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
     @classmethod
     def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
         """The base key, and the server settings SQLAlchemy's MySQL compiler reads at
-        first connect: MariaDB or MySQL, ``ANSI_QUOTES``, backslash escapes."""
+        first connect: MariaDB or MySQL, the identifiers' quote (a double quote under
+        ``ANSI_QUOTES``, a backtick otherwise), backslash escapes."""
         extra: Any = dialect
         return (
             *super().compile_key(dialect),
             getattr(extra, "is_mariadb", None),
-            getattr(extra, "_server_ansiquotes", None),
-            getattr(extra, "_backslash_escapes", None),
+            dialect.identifier_preparer.initial_quote,
+            backslash_escapes(dialect),
         )
 
     def compressed_columns_ddl(
