@@ -63,7 +63,12 @@ def _required(owner: Any, name: str) -> Any:
     try:
         return getattr(owner, name)
     except AttributeError:
-        raise ImportError(_missing(f"{owner.__name__}.{name}")) from None
+        where = (
+            f"{owner.__module__}.{owner.__qualname__}"
+            if isinstance(owner, type)
+            else owner.__name__
+        )
+        raise ImportError(_missing(f"{where}.{name}")) from None
 
 
 def _read(obj: Any, name: str) -> Any:
