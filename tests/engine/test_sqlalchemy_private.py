@@ -46,7 +46,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from langgraph.checkpoint.sqlalchemy._engine.runner import _copy_engine
 from langgraph.checkpoint.sqlalchemy.dialects import _sqlalchemy_private as private
 from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 
@@ -378,12 +380,28 @@ def test_listeners_are_tells_a_dialects_own_from_another() -> None:
 # -- engines, columns, MySQL ------------------------------------------------------------------
 
 
-def test_base_engine_leads_from_a_copy_to_the_engine() -> None:
+def test_base_engine_leads_from_copies_of_copies_to_the_engine() -> None:
     engine = create_engine("sqlite://")
     once = engine.execution_options(a=1)
+    twice = once.execution_options(b=2)
     assert private.base_engine(engine) is engine
     assert private.base_engine(once) is engine
-    assert once.pool is engine.pool  # why a copy must start from the engine
+    assert private.base_engine(twice) is engine
+    assert twice.pool is engine.pool  # why a copy must start from the engine
+
+
+def test_a_copy_for_another_loop_of_a_twice_optioned_engine_keeps_its_pool() -> None:
+    """``execution_options()`` on an ``execution_options()`` copy: the copy for another
+    loop gets a pool of its own, the user's engine keeps its pool (before, the copy was
+    made of the middle copy, whose pool setter replaced the user's engine's pool)."""
+    parent = create_async_engine("sqlite+aiosqlite:///unused.db")
+    given = parent.execution_options(isolation_level="SERIALIZABLE").execution_options(a=1)
+    pool = parent.sync_engine.pool
+    copied = _copy_engine(given)
+    assert parent.sync_engine.pool is pool and given.sync_engine.pool is pool
+    assert copied.sync_engine.pool is not pool
+    options = copied.sync_engine.get_execution_options()
+    assert options["isolation_level"] == "SERIALIZABLE" and options["a"] == 1
 
 
 def test_copy_column_is_the_column_on_no_table() -> None:

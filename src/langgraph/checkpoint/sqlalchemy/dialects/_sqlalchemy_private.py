@@ -221,18 +221,19 @@ def listeners_are(dispatch: Any, name: str, allowed: tuple[Any, ...]) -> bool:
 
 def base_engine(engine: Engine) -> Engine:
     """The engine an ``Engine.execution_options()`` copy stands for (whose pool, dialect
-    and listeners it uses), or ``engine`` itself when it is no such copy.
+    and listeners it uses), through copies of copies, or ``engine`` itself when it is no
+    such copy.
 
-    Uses ``OptionEngine._proxied`` (since SQLAlchemy 0.8). No public API leads from the
-    copy to its engine, and the copy's ``pool`` is its engine's (setting it sets the
-    engine's): an engine copied with a pool of its own must start from the engine.
+    Uses ``OptionEngine._proxied`` (since SQLAlchemy 0.8): a copy's parent, itself a copy
+    when ``execution_options()`` was called on one. No public API leads from a copy to its
+    engine, and a copy's ``pool`` is its engine's (setting it sets the engine's): an
+    engine copied with a pool of its own must start from the engine.
 
     Raises:
         RuntimeError: The installed SQLAlchemy has no such attribute.
     """
-    if isinstance(engine, OptionEngine):
-        parent: Engine = _read(engine, "_proxied")
-        return parent
+    while isinstance(engine, OptionEngine):
+        engine = _read(engine, "_proxied")
     return engine
 
 
