@@ -251,6 +251,12 @@ def _startup(impl: str, dialect: str, target: str, mark: Any) -> list[str]:
 def child(spec: dict[str, Any]) -> None:
     """Run one (dialect, door, saver) under callgrind; write the segment labels."""
     mark = _marker(spec["marker"])
+    if spec.get("no_lane"):
+        # --no-lane: every call through the full door, as if the short door did not
+        # exist (what the short door saves is the difference)
+        from langgraph.checkpoint.sqlalchemy._engine.lane import Lane
+
+        Lane.open = lambda _self, _access: False  # type: ignore[method-assign]
     impl, dialect, door = spec["impl"], spec["dialect"], spec["door"]
     if door == "startup":
         labels = _startup(impl, dialect, spec["target"], mark)
@@ -354,8 +360,10 @@ def measure(
     ops: tuple[str, ...],
     calls: dict[str, int],
     keep: bool = False,
+    no_lane: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every (dialect, door, saver) under callgrind, two at a time; one record each."""
+    """Every (dialect, door, saver) under callgrind, two at a time; one record each
+    (``no_lane``: ours with the short door closed)."""
     from .backends import Servers, has_official
 
     _compile_ours()
@@ -376,6 +384,7 @@ def measure(
                         "door": door,
                         "calls": calls,
                         "ops": [op for op in ops if op != "startup"],
+                        "no_lane": no_lane,
                     }
                     if door == "startup":
                         _prepare(impl, store)
@@ -503,6 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also cProfile each call")
     parser.add_argument("--keep", action="store_true", help="keep the callgrind dumps")
     parser.add_argument(
+        "--no-lane",
+        action="store_true",
+        help="ours with the short door (_engine/lane.py) closed: what it saves, by difference",
+    )
+    parser.add_argument(
         "--markdown", action="store_true", help="rewrite the instruction-results section of the doc"
     )
     parser.add_argument("--render", metavar="JSON", help="run nothing: render a saved run")
@@ -528,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     ops = tuple(op for op in OPS if op in args.ops.split(","))
     calls = {op: max(1, round(n * args.calls)) for op, n in CALLS.items()}
     t0 = time.perf_counter()
-    records = measure(dialects, doors, ops, calls, args.keep)
+    records = measure(dialects, doors, ops, calls, args.keep, args.no_lane)
     rs = rows(records)
     print(table(rs))
     print()
