@@ -66,8 +66,8 @@ R = TypeVar("R")
 
 def _copy_engine(engine: AsyncEngine) -> AsyncEngine:
     given: Any = engine.sync_engine
-    # An engine made by .execution_options() proxies its parent's pool: copy the parent,
-    # then apply the same options to the copy.
+    # An engine made by .execution_options() (of such an engine, perhaps) proxies its
+    # engine's pool: copy that engine, then apply the given options to the copy.
     base = base_engine(given)
     sync = copy.copy(base)
     sync.pool = base.pool.recreate()

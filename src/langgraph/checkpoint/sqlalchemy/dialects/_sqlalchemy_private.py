@@ -181,10 +181,11 @@ def has_listeners(dispatch: Any, names: tuple[str, ...]) -> bool:
 
     Reads the listener containers of SQLAlchemy's ``_EmptyListener`` (since SQLAlchemy
     0.8) and ``_ListenerCollection`` (since 0.7) directly, where ``bool()`` would run their
-    Python ``__bool__`` (about 1,000 instructions each, a dozen a call of the short door);
-    another kind of collection (an ``execution_options()`` copy's) answers ``bool()``. No
-    public API tells whether an event has listeners (``event.contains`` asks about one
-    given function).
+    Python ``__bool__``: 10,100 instructions against 13,100 for the 8 engine events the
+    short door checks at each call (callgrind, SQLAlchemy 2.1.9, CPython 3.11), so some
+    4,500 a call for the 12 events it checks. Another kind of collection (an
+    ``execution_options()`` copy's) answers ``bool()``. No public API tells whether an
+    event has listeners (``event.contains`` asks about one given function).
     """
     for name in names:
         found = getattr(dispatch, name)
