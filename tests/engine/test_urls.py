@@ -141,16 +141,30 @@ async def test_a_query_parameter_the_driver_refuses_is_a_typed_error(
     driver: str, mariadb_url: str
 ) -> None:
     # PyMySQL and asyncmy take the query string as keyword arguments: a TypeError at the
-    # first connection, with SQLAlchemy's frames, until configure_engine typed it.
+    # first connection, with SQLAlchemy's frames, until it was typed. from_conn_string
+    # refuses it when neither engine's driver takes it; an engine the application built
+    # itself is refused at its first connection, naming its side and driver.
     url = make_url(mariadb_url).set(drivername=f"mysql+{driver}")
     url = url.update_query_dict({"bogus_option": "1"})
     text = url.render_as_string(hide_password=False)
-    async with SQLAlchemySaver.from_conn_string(text) as saver:
-        with pytest.raises(DatabaseURLError, match="bogus_option") as sync_error:
-            saver.get_tuple({"configurable": {"thread_id": "t"}})
-        with pytest.raises(DatabaseURLError, match="bogus_option"):
-            await saver.aget_tuple({"configurable": {"thread_id": "t"}})
-    assert "remove it from the URL's query string" in str(sync_error.value)
+    with pytest.raises(DatabaseURLError, match="bogus_option") as caught:
+        SQLAlchemySaver.from_conn_string(text)
+    assert "remove it from the URL's query string" in str(caught.value)
+    assert "mysql+pymysql" in str(caught.value) and "mysql+asyncmy" in str(caught.value)
+    engine = create_engine(url.set(drivername="mysql+pymysql"))
+    async_engine = create_async_engine(url.set(drivername="mysql+asyncmy"))
+    try:
+        async with SQLAlchemySaver(engine=engine, async_engine=async_engine) as saver:
+            with pytest.raises(DatabaseURLError, match="bogus_option") as sync_error:
+                saver.get_tuple({"configurable": {"thread_id": "t"}})
+            with pytest.raises(DatabaseURLError, match="bogus_option") as async_error:
+                await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+    finally:
+        engine.dispose()
+        await async_engine.dispose()
+    assert "sync engine's driver mysql+pymysql" in str(sync_error.value)
+    assert "async engine's driver mysql+asyncmy" in str(async_error.value)
+    assert "remove it from the URL's query string or connect_args" in str(sync_error.value)
 
 
 @pytest.mark.parametrize("driver", ["pymysql", "asyncmy"])

@@ -288,7 +288,13 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             config_metadata: See :class:`SQLAlchemySaver`.
             metadata_index_keys: See :class:`SQLAlchemySaver`.
             **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
-                (``pool_size``, ``echo``, ``connect_args``, ...).
+                (``pool_size``, ``echo``, ...), except ``connect_args``: its keys, like
+                the URL's query parameters, each go to the engine(s) whose driver takes
+                them: with ``postgresql+asyncpg://``, ``prepare_threshold`` to the
+                psycopg engine, ``statement_cache_size`` to the asyncpg one. A key
+                neither driver takes, or TLS settings that reach one engine only, raise
+                ``DatabaseURLError``; ``connect_args`` that is not a dict of names
+                raises ``TypeError``.
 
         Returns:
             The saver. Run :meth:`setup` once to create the tables.
@@ -304,7 +310,7 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
         """
         saver_options(inline_limit, config_metadata, metadata_index_keys, retry_timeout)
         check_on_retry(on_retry)
-        urls = resolve_urls(conn_string)
+        urls = resolve_urls(conn_string, engine_kwargs.get("connect_args"))
         urls.require_async()
         options: dict[str, Any] = {"serde": serde, "schema": schema, "strict_decode": strict_decode}
         options.update(inline_limit=inline_limit, detect_conflicts=detect_conflicts)

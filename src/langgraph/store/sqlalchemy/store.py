@@ -229,7 +229,10 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
             on_retry: See :class:`SQLAlchemyStore`.
             clock: See :class:`SQLAlchemyStore`.
             indexed_fields: See :class:`SQLAlchemyStore`.
-            **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``.
+            **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``,
+                ``connect_args`` split between them as for
+                :meth:`.SQLAlchemySaver.from_conn_string`: each engine gets the keys its
+                driver takes.
 
         Returns:
             The store. Run :meth:`setup` once to create the tables.
@@ -244,7 +247,7 @@ class SQLAlchemyStore(EngineOwner, TTLSweepers, BaseStore):
         _check_omit_expired(ttl)
         check_indexed_fields(indexed_fields)
         check_on_retry(on_retry)
-        urls = resolve_urls(conn_string)
+        urls = resolve_urls(conn_string, engine_kwargs.get("connect_args"))
         urls.require_async()
         options: dict[str, Any] = {"schema": schema, "index": index, "ttl": ttl}
         options.update(retry_timeout=retry_timeout, on_retry=on_retry, clock=clock)

@@ -1,6 +1,7 @@
 """The engine layer: how a saver or a store reaches its database.
 
-URLs and their defaults (:mod:`.defaults`, :mod:`.conninfo`, :mod:`.engines`), the sync and
+URLs and their defaults (:mod:`.defaults`, :mod:`.conninfo`, :mod:`.engines`) and each
+engine's share of the connection arguments (:mod:`.arguments`), the sync and
 async runners that drive an operation or a plan through a door (:mod:`.doors`,
 :mod:`.runner`), the steps of a plan that are not database operations (:mod:`.steps`:
 pauses, blocking calls, embedding calls, performed the way each door does them), retries

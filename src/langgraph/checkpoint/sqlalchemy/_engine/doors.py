@@ -27,7 +27,7 @@ from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._engine.lane import CAPABLE, Detour, Lane
 from langgraph.checkpoint.sqlalchemy._engine.retry import LOG, RETRY_TIMEOUT, Retry
 from langgraph.checkpoint.sqlalchemy._engine.steps import Step
-from langgraph.checkpoint.sqlalchemy.dialects import WRITE_OPTION, QueryBuilder
+from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS, WRITE_OPTION, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import SchemaOutOfDateError
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -115,7 +115,9 @@ class Doors(Generic[E]):
 
     Args:
         engine: The engine.
-        options: Execution options of each access.
+        options: Execution options of each access, as the dialect family's query
+            builder adjusts them to the engine's driver (``engine_options``: asyncpg
+            with its statement cache off takes no AUTOCOMMIT).
     """
 
     __slots__ = ("_open", "engine", "lane")
@@ -123,11 +125,14 @@ class Doors(Generic[E]):
     def __init__(self, engine: E, options: AccessOptions) -> None:
         self.engine: E = engine
         self._open: dict[Access, Callable[[], Any]] = {}
+        sync: Any = getattr(engine, "sync_engine", engine)
+        family = DIALECTS.get(sync.dialect.name)
+        if family is not None:
+            options = {a: family.engine_options(sync, o) for a, o in options.items()}
         for access, opts in options.items():
             handle: Any = engine.execution_options(**opts)
             self._open[access] = handle.begin if access in _WRITES else handle.connect
         #: The short door of one-statement operations (:mod:`._engine.lane`).
-        sync: Any = getattr(engine, "sync_engine", engine)
         self.lane = Lane(
             sync,
             {a: options[a] for a in ONE if a in options},

@@ -3,7 +3,8 @@
 The one default database URL of the package (the saver's server factory, the CLI and
 Alembic's ``env.py`` all read it from here; it is defined in :mod:`._engine.defaults`);
 :func:`resolve_urls`, which maps a URL or a SQLite path to the sync and async engine URLs
-(the drivers of each dialect come from its query builder class in :mod:`.dialects`); and
+(the drivers of each dialect come from its query builder class in :mod:`.dialects`) and
+gives each engine the connection arguments its driver takes (:mod:`._engine.arguments`);
 :func:`configure_engine`, the per-dialect connection set-up of a new engine;
 :func:`engine_pair`, the saver's sync and async engines from whichever of them it was
 given; :func:`source_url`, the read-only URL of a database to copy from (the transfer's
@@ -13,16 +14,16 @@ given; :func:`source_url`, the read-only URL of a database to copy from (the tra
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import re
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
+from langgraph.checkpoint.sqlalchemy._engine.arguments import check_connect, split_arguments
 from langgraph.checkpoint.sqlalchemy._engine.conninfo import conninfo_url, is_conninfo
 from langgraph.checkpoint.sqlalchemy._engine.defaults import DEFAULT_URL, URL_ENV, url_from_env
 from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS, QueryBuilder
@@ -71,12 +72,17 @@ class EngineURLs:
         async_missing: Why no async driver is installed for the URL, or None. Sync-only
             users (the command line, Alembic) go on; the saver raises it
             (:meth:`require_async`).
+        sync_args: The ``connect_args`` of the sync engine: those given that its driver
+            takes (:mod:`._engine.arguments`).
+        async_args: The ``connect_args`` of the async engine, likewise.
     """
 
     sync: URL
     async_: URL
     memory: str | None = None
     async_missing: str | None = None
+    sync_args: Mapping[str, Any] = field(default_factory=dict)
+    async_args: Mapping[str, Any] = field(default_factory=dict)
 
     def require_async(self) -> None:
         """Raise :class:`DriverNotInstalledError` if no async driver is installed."""
@@ -94,8 +100,11 @@ def _memory_urls() -> EngineURLs:
     return EngineURLs(sync_url, sync_url.set(drivername="sqlite+aiosqlite"), name)
 
 
-def resolve_urls(url_or_path: str | URL) -> EngineURLs:
-    """Map a database URL or a SQLite file path to a sync and an async engine URL.
+def resolve_urls(
+    url_or_path: str | URL, connect_args: Mapping[str, Any] | None = None
+) -> EngineURLs:
+    """Map a database URL or a SQLite file path to a sync and an async engine URL, and
+    give each engine the connection arguments its driver takes.
 
     SQLite: ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` and a bare path give
     ``sqlite+pysqlite`` and ``sqlite+aiosqlite`` on that file; ``:memory:``, ``sqlite://``
@@ -107,25 +116,43 @@ def resolve_urls(url_or_path: str | URL) -> EngineURLs:
     it serves; the other side takes the first installed driver of the dialect
     (the dialect's ``sync_drivers`` and ``async_drivers``).
 
+    Each query parameter of the URL and each key of ``connect_args`` goes to the engine,
+    or both, whose driver takes it (:func:`._engine.arguments.split_arguments`): for
+    ``postgresql+asyncpg://...?prepared_statement_cache_size=0``, the psycopg engine's
+    URL has no ``prepared_statement_cache_size``.
+
     Args:
         url_or_path: A SQLAlchemy URL (string or ``URL``) or a SQLite file path.
+        connect_args: The ``connect_args`` given for both engines, or None.
 
     Returns:
-        The URLs of both engines.
+        The URLs and ``connect_args`` of both engines.
 
     Raises:
         DatabaseURLError: A URL SQLAlchemy would refuse or read otherwise than it looks:
             ``sqlite://relative.db`` (a host on SQLite), ``sqlite:///`` or ``""`` (no
             path), ``sqlite:relative.db`` (no ``//``), an unparsable URL, ``host:port``
             without a scheme, a bad libpq connection string, an unencoded ``@`` in the
-            user name or password. The message lists the valid forms.
+            user name or password. The message lists the valid forms. A
+            connection argument neither engine's driver takes, or TLS settings that reach
+            one engine only (the other would connect without them).
         UnsupportedDialectError: The URL's dialect is none of sqlite, postgresql, mysql,
             mariadb.
         UnsupportedDriverError: A driver the saver does not know or refuses (aiomysql).
         DriverNotInstalledError: The driver named, or any sync driver, is not installed;
             the message names the extra to install. A missing async driver is reported in
             :attr:`EngineURLs.async_missing` instead (the command line needs none).
+        TypeError: ``connect_args`` is not a mapping of names.
     """
+    urls = _resolve(url_or_path)
+    sync, async_, sync_args, async_args = split_arguments(urls.sync, urls.async_, connect_args)
+    if sync is urls.sync and async_ is urls.async_ and not sync_args and not async_args:
+        return urls  # nothing to split
+    return replace(urls, sync=sync, async_=async_, sync_args=sync_args, async_args=async_args)
+
+
+def _resolve(url_or_path: str | URL) -> EngineURLs:
+    """:func:`resolve_urls` before the connection arguments are split."""
     if not isinstance(url_or_path, (str, URL)):
         raise DatabaseURLError(
             f"a database URL must be a str or a sqlalchemy URL, got "
@@ -356,10 +383,11 @@ def configure_engine(engine: Engine) -> None:
     (``dialects.mysql.MYSQL_RECURSION_LIMIT``) that lets long parent chains be walked.
     PostgreSQL needs nothing. For an ``AsyncEngine`` pass its ``sync_engine``.
 
-    On every dialect, a URL query parameter the driver's ``connect`` does not take
-    (PyMySQL and asyncmy take the query string as keyword arguments: ``?bogus=1`` was
-    ``Connection.__init__() got an unexpected keyword argument 'bogus'``) is a
-    :class:`.DatabaseURLError` that names it, raised before connecting.
+    On every dialect, a connection argument (URL query parameter or ``connect_args``
+    key) the driver does not take (PyMySQL and asyncmy take the query string as keyword
+    arguments: ``?bogus=1`` was ``Connection.__init__() got an unexpected keyword
+    argument 'bogus'``) is a :class:`.DatabaseURLError` that names it and the engine's
+    driver, raised before connecting (:func:`._engine.arguments.check_connect`).
 
     Args:
         engine: The engine to configure.
@@ -397,52 +425,10 @@ def url_engine(url: str | URL, *, is_async: bool = False, **kwargs: Any) -> Any:
 def _check_arguments(
     dialect: Dialect, _record: object, _cargs: tuple[Any, ...], cparams: dict[str, Any]
 ) -> None:
-    """The ``do_connect`` hook of :func:`configure_engine`: refuses arguments the driver's
-    ``connect`` has no parameter for. It returns nothing, so SQLAlchemy (or a listener
-    of the application's) connects as it would without it; a driver whose ``connect``
-    takes any keyword (psycopg, which hands them to libpq) is not checked here."""
-    key = (dialect.name, dialect.driver, id(dialect.loaded_dbapi))
-    if key not in _ACCEPTED:
-        _ACCEPTED[key] = _accepted_arguments(dialect.loaded_dbapi, dialect.driver)
-    accepted = _ACCEPTED[key]
-    unknown = sorted(set(cparams) - set(accepted)) if accepted is not None else []
-    if unknown:
-        raise DatabaseURLError(
-            f"The {dialect.name}+{dialect.driver} driver takes no connection argument "
-            f"{', '.join(map(repr, unknown))}: remove it from the URL's query string."
-        )
-    for name, value in cparams.items():
-        # A number the driver takes as given (PyMySQL: ``?port=abc`` was its ValueError).
-        if accepted and accepted.get(name) is int and isinstance(value, str):
-            try:
-                cparams[name] = int(value)
-            except ValueError:
-                raise DatabaseURLError(
-                    f"The {dialect.name}+{dialect.driver} connection argument {name!r} is a "
-                    f"number, not {masked_text(repr(value))}: fix it in the URL."
-                ) from None
-
-
-#: :func:`_accepted_arguments` by ``(dialect name, driver, id of the DBAPI module)``.
-_ACCEPTED: dict[tuple[str, str, int], dict[str, type] | None] = {}
-
-
-def _accepted_arguments(dbapi: Any, driver: str) -> dict[str, type] | None:
-    """The keyword parameters of the driver's ``connect`` (for an async dialect, its
-    adapter's driver module, named as the dialect's driver) and their defaults' types,
-    or None when it takes any keyword or has no readable signature."""
-    module = getattr(dbapi, driver, None)
-    connect = getattr(module, "connect", None) or getattr(dbapi, "connect", None)
-    if connect is None:
-        return None
-    try:
-        parameters = list(inspect.signature(connect).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return None
-    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return {p.name: type(p.default) for p in parameters if p.kind in kinds}
+    """The ``do_connect`` hook of :func:`configure_engine`: refuses arguments the driver
+    does not take (:func:`._engine.arguments.check_connect`). It returns nothing, so
+    SQLAlchemy (or a listener of the application's) connects as it would without it."""
+    check_connect(dialect, cparams)
 
 
 def engine_pair(

@@ -24,26 +24,38 @@ from langgraph.checkpoint.sqlalchemy.dialects import query_builder
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["SHARED", "DoorRegistry", "SharedDoors", "open_owner", "own_engines", "shared_key"]
+__all__ = [
+    "SHARED",
+    "DoorRegistry",
+    "SharedDoors",
+    "open_owner",
+    "own_engines",
+    "per_engine_kwargs",
+    "shared_key",
+]
 
 S = TypeVar("S")
 
 
 def shared_key(urls: EngineURLs, schema: str | None, kwargs: Mapping[str, Any]) -> Any:
     """The key of the shared engines of ``from_conn_string`` (:class:`DoorRegistry`), or
-    None when the engine arguments are not plain values (callables, SSL contexts) or
-    the database is in memory: such savers get engines of their own.
+    None when an engine argument or a connection argument is not a plain value
+    (callables, SSL contexts) or the database is in memory: such savers get engines of
+    their own.
 
     Args:
-        urls: The engines' URLs.
+        urls: The engines' URLs and connection arguments (each engine's own).
         schema: The saver's schema.
-        kwargs: The engine arguments.
+        kwargs: The engine arguments (their ``connect_args`` is read from ``urls``).
 
     Returns:
-        A hashable key, or None.
+        A hashable key: both URLs, the database file, the schema, the other engine
+        arguments and each engine's connection arguments.
     """
     plain = (str, int, float, bool, type(None))
-    if urls.memory or not all(isinstance(v, plain) for v in kwargs.values()):
+    others = {k: v for k, v in kwargs.items() if k != "connect_args"}
+    values = [*others.values(), *urls.sync_args.values(), *urls.async_args.values()]
+    if urls.memory or not all(isinstance(v, plain) for v in values):
         return None
     # A relative SQLite path names a file of the current folder: the same URL text opened
     # from another folder is another database, and must not get the first one's engines.
@@ -53,7 +65,19 @@ def shared_key(urls: EngineURLs, schema: str | None, kwargs: Mapping[str, Any]) 
         urls.async_.render_as_string(hide_password=False),
         where,
         schema,
-        tuple(sorted(kwargs.items())),
+        tuple(sorted(others.items())),
+        tuple(sorted(urls.sync_args.items())),
+        tuple(sorted(urls.async_args.items())),
+    )
+
+
+def per_engine_kwargs(urls: EngineURLs, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The keyword arguments of ``create_engine`` and of ``create_async_engine``: the
+    engine arguments given, each with its own engine's ``connect_args`` (``urls``)."""
+    others = {k: v for k, v in kwargs.items() if k != "connect_args"}
+    return (
+        {**others, "connect_args": dict(urls.sync_args)},
+        {**others, "connect_args": dict(urls.async_args)},
     )
 
 
@@ -66,9 +90,10 @@ def own_engines(
     keeper = (
         sqlite3.connect(urls.memory, uri=True, check_same_thread=False) if urls.memory else None
     )
+    sync_kwargs, async_kwargs = per_engine_kwargs(urls, kwargs)
     return (
-        url_engine(urls.sync, **kwargs),
-        url_engine(urls.async_, is_async=True, **kwargs),
+        url_engine(urls.sync, **sync_kwargs),
+        url_engine(urls.async_, is_async=True, **async_kwargs),
         keeper,
     )
 
@@ -100,8 +125,10 @@ class SharedDoors:
     @classmethod
     def make(cls, urls: EngineURLs, kwargs: Mapping[str, Any], schema: str | None) -> SharedDoors:
         """New engines for ``urls`` (configured for the saver) and their doors."""
+        sync_kwargs, async_kwargs = per_engine_kwargs(urls, kwargs)
         engine, async_engine, _ = engine_pair(
-            url_engine(urls.sync, **kwargs), url_engine(urls.async_, is_async=True, **kwargs)
+            url_engine(urls.sync, **sync_kwargs),
+            url_engine(urls.async_, is_async=True, **async_kwargs),
         )
         qb = query_builder(engine.dialect.name)
         return cls(engine, async_engine, access_options(qb, schema))
@@ -179,9 +206,12 @@ def open_owner(
     Args:
         cls: The saver or store class (its ``__init__`` calls
             :func:`._engine.owner.wire`, which takes the shared engines set here).
-        urls: The engines' URLs.
+        urls: The engines' URLs and connection arguments, as
+            :func:`._engine.engines.resolve_urls` made them from the URL and
+            ``engine_kwargs``' ``connect_args``.
         options: The owner's keyword arguments (``schema`` among them).
-        engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``.
+        engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``,
+            ``connect_args`` as ``urls`` split it: each engine gets its own.
 
     Returns:
         The saver or store.

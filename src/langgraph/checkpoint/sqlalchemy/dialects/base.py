@@ -27,6 +27,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
 )
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import filter_value
 from langgraph.checkpoint.sqlalchemy.dialects._ann import VectorIndex
+from langgraph.checkpoint.sqlalchemy.dialects._drivers import DriverArguments
 from langgraph.checkpoint.sqlalchemy.dialects._errors import DriverErrors
 from langgraph.checkpoint.sqlalchemy.dialects._json_filters import JsonFilters
 from langgraph.checkpoint.sqlalchemy.dialects._leases import LeaseRows
@@ -71,7 +72,7 @@ NO_TRANSACTION_OPTION = "lgsa_no_transaction"
 IDLE_OPTION = "lgsa_idle"
 
 
-class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, DriverErrors, ABC):
+class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, DriverErrors, DriverArguments, ABC):
     """Builds the dialect-specific statements of the saver.
 
     One instance per saver, made by :func:`~langgraph.checkpoint.sqlalchemy.dialects.query_builder`

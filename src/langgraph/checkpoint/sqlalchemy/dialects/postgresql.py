@@ -10,7 +10,9 @@ behind a transaction pooler), the SQLSTATEs the saver retries, and the server cl
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
+import re
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +30,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Double,
+    Engine,
     Select,
     Table,
     Text,
@@ -103,6 +106,38 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
     )
     #: SQLSTATEs of a transaction that lost to a concurrent one.
     conflict_states: ClassVar[frozenset[str]] = frozenset({"40001", "40P01"})
+    #: What SQLAlchemy's asyncpg adapter takes itself (its prepared-statement cache and
+    #: the names of the statements it prepares), documented by SQLAlchemy for PgBouncer.
+    adapter_arguments: ClassVar[Mapping[str, frozenset[str]]] = {
+        "asyncpg": frozenset({"prepared_statement_cache_size", "prepared_statement_name_func"})
+    }
+
+    @classmethod
+    def passes_on(cls, driver: str, name: str) -> bool | None:
+        """psycopg 3 and psycopg2 hand every keyword that is not a parameter of their
+        ``connect`` to libpq, which takes its connection keywords only (``sslmode``,
+        ``connect_timeout``, ...; ``prepared_statement_cache_size`` is "an invalid
+        connection option"): the driver's own libpq is asked (its parser of connection
+        strings). psycopg2 also takes ``async``, ``async_`` and ``database``."""
+        if driver == "psycopg2" and name in ("async", "async_", "database"):
+            return True
+        if driver in ("psycopg", "psycopg_async", "psycopg2"):
+            return _libpq_knows(cls.driver_modules[driver][0], name)
+        return None
+
+    @classmethod
+    def engine_options(cls, engine: Engine, options: Mapping[str, Any]) -> Mapping[str, Any]:
+        """asyncpg with its prepared-statement cache off (``prepared_statement_cache_size=0``
+        in the engine's URL, SQLAlchemy's setting for a transaction pooler): a
+        one-statement access runs in a transaction, not in AUTOCOMMIT. SQLAlchemy's
+        asyncpg adapter prepares every statement in a round trip of its own before it
+        runs it; outside a transaction, PgBouncer in transaction mode may give the two
+        round trips two different server connections (``prepared statement
+        "__asyncpg_..." does not exist``). Inside one, both go to the same. Two round
+        trips more a call (``BEGIN``, ``COMMIT``); with the cache on, nothing changes."""
+        if options.get("isolation_level") != "AUTOCOMMIT" or not _asyncpg_uncached(engine):
+            return options
+        return {k: v for k, v in options.items() if k != "isolation_level"}
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
@@ -454,6 +489,49 @@ def _listed(value: str | Sequence[str] | None) -> list[str]:
         return []
     items = [value] if isinstance(value, str) else list(value)
     return [v for item in items for v in item.split(",")]
+
+
+#: Where psycopg 3 and psycopg2 parse a connection string with their libpq.
+_CONNINFO_PARSERS = {
+    "psycopg": ("psycopg.conninfo", "conninfo_to_dict"),
+    "psycopg2": ("psycopg2.extensions", "parse_dsn"),
+}
+#: :func:`_libpq_knows` by (driver module, keyword).
+_LIBPQ_KNOWS: dict[tuple[str, str], bool] = {}
+
+
+def _libpq_knows(module: str, name: str) -> bool | None:
+    """Whether the libpq of ``module`` (``psycopg`` or ``psycopg2``) knows the connection
+    keyword ``name`` (libpq's ``PQconninfoParse``, through the driver's parser of
+    connection strings, which raises its ``ProgrammingError`` for an unknown keyword);
+    None when the module cannot be imported."""
+    key = (module, name)
+    if key not in _LIBPQ_KNOWS:
+        if not re.fullmatch(r"[A-Za-z_]\w*", name, re.ASCII):
+            return False
+        where, function = _CONNINFO_PARSERS[module]
+        try:
+            parse = getattr(importlib.import_module(where), function)
+            refused = importlib.import_module(module).ProgrammingError
+        except ImportError:
+            return None
+        try:
+            parse(f"{name}=x")
+        except refused:
+            _LIBPQ_KNOWS[key] = False
+        else:
+            _LIBPQ_KNOWS[key] = True
+    return _LIBPQ_KNOWS[key]
+
+
+def _asyncpg_uncached(engine: Engine) -> bool:
+    """Whether ``engine`` is an asyncpg engine whose URL turns SQLAlchemy's
+    prepared-statement cache off (``prepared_statement_cache_size=0``)."""
+    if engine.dialect.driver != "asyncpg":
+        return False
+    size = engine.url.query.get("prepared_statement_cache_size")
+    value = size[-1] if isinstance(size, tuple) else size
+    return value is not None and value.strip().isdigit() and int(value) == 0
 
 
 def _lock_key(kind: str, key: str) -> int:

@@ -97,6 +97,13 @@ def check_file(path: str) -> str:
     return path
 
 
+#: The keyword parameters of ``sqlite3.connect``.
+_SQLITE3_CONNECT = frozenset(
+    {"database", "timeout", "detect_types", "isolation_level", "check_same_thread"}
+    | {"factory", "cached_statements", "uri"}
+    | ({"autocommit"} if sys.version_info >= (3, 12) else set())
+)
+
 #: Rows whose sizes estimate a table's mean row size (``storage_stats(estimate=True)``).
 ESTIMATE_SAMPLE = 1000
 
@@ -113,6 +120,13 @@ class SQLiteQueryBuilder(SQLiteFiles, SQLiteJsonFilters, QueryBuilder):
         "aiosqlite": ("aiosqlite", install_hint()),
     }
     extra = install_hint()
+
+    @classmethod
+    def passes_on(cls, driver: str, name: str) -> bool | None:
+        """``sqlite3.connect`` (pysqlite's ``connect``, whose signature Python cannot read
+        before 3.13) takes its keywords; aiosqlite hands its other keywords
+        to it (``iter_chunk_size`` is aiosqlite's own: a named parameter)."""
+        return name in _SQLITE3_CONNECT
 
     @classmethod
     def check_url(cls, url: URL) -> bool:
