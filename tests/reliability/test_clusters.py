@@ -2,7 +2,10 @@
 own scripts (``.ci/clusters/up``, which ``.ci/run`` calls; see docs/deployments.md):
 
 - PgBouncer in transaction mode: 8 workers on one thread under ``lock_thread`` lose no
-  update and leave no lock behind;
+  update and leave no lock behind; psycopg and asyncpg with the documented settings
+  (docs/configuration.md, "PgBouncer and other poolers") run a chat graph from threads
+  and tasks with the store beside it, and a statement run again on another server
+  connection, where the drivers' defaults fail;
 - a PostgreSQL primary with a synchronous standby: reads on the standby work, writes
   there raise :class:`CheckpointReadOnlyError` naming it, and a failover drill under 4 sync
   and 4 async workers loses no acknowledged checkpoint and shows no error at all (the
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import operator
 import os
 import subprocess
 import sys
@@ -31,13 +35,15 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
+from typing_extensions import TypedDict
 
 from langgraph.checkpoint.sqlalchemy import (
     CheckpointConflictError,
@@ -45,7 +51,9 @@ from langgraph.checkpoint.sqlalchemy import (
     CheckpointReadOnlyError,
     SQLAlchemySaver,
 )
+from langgraph.store.sqlalchemy import SQLAlchemyStore
 
+from ..graphs import echo_graph
 from .test_reliability import counter_graph, thread
 
 
@@ -190,6 +198,155 @@ def test_pgbouncer_lock_thread_serialises_8_workers_and_leaves_no_lock() -> None
         with first.lock_thread("shared", timeout=0.5):
             pass
         first.close()
+
+
+def _statement_name() -> str:
+    """A prepared statement name no other client of PgBouncer's server connections
+    uses (SQLAlchemy's asyncpg + PgBouncer advice)."""
+    return f"__asyncpg_{uuid.uuid4()}__"
+
+
+def pgbouncer_args(url: URL, driver: str) -> tuple[URL, dict[str, Any]]:
+    """``url`` with ``driver`` for the async engine, and the settings of
+    docs/configuration.md ("PgBouncer and other poolers") for it: psycopg (the sync
+    engine of both URLs, the async one of ``psycopg``) prepares nothing; asyncpg's
+    statement caches are off and its statements named uniquely."""
+    url = url.set(drivername=f"postgresql+{driver}")
+    connect_args: dict[str, Any] = {"prepare_threshold": None}
+    if driver == "asyncpg":
+        url = url.update_query_dict({"prepared_statement_cache_size": "0"})
+        connect_args.update(statement_cache_size=0, prepared_statement_name_func=_statement_name)
+    return url, {"connect_args": connect_args}
+
+
+@contextmanager
+def server_connection_held(url: URL) -> Iterator[None]:
+    """A transaction held open through PgBouncer on its own client connection: it takes
+    the server connection PgBouncer used last (PgBouncer reuses them last in, first
+    out), so that the next statement of another client runs on another one."""
+    engine = create_engine(
+        url.set(drivername="postgresql+psycopg"), poolclass=NullPool, **PGBOUNCER_ARGS
+    )
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+            yield
+    finally:
+        engine.dispose()
+
+
+async def _call_across_server_connections(saver: SQLAlchemySaver, mode: str) -> None:
+    """``get_tuple`` (sync) or ``aget_tuple`` (async) 6 times on one client connection
+    (psycopg prepares a statement at its 5th run, asyncpg's cache at its 1st), then once
+    more while the server connection those ran on is held by another client."""
+    config = thread("moved")
+    for _ in range(6):
+        if mode == "sync":
+            saver.get_tuple(config)
+        else:
+            await saver.aget_tuple(config)
+    with server_connection_held(saver.engine.url):
+        if mode == "sync":
+            saver.get_tuple(config)
+        else:
+            await saver.aget_tuple(config)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+async def test_pgbouncer_statements_move_across_server_connections(driver: str, mode: str) -> None:
+    """A statement a client connection ran before, run again on another server
+    connection: with the drivers' defaults the statement psycopg or asyncpg prepared
+    and kept is missing there (or another client's of the same name is found); with the
+    documented settings it works (psycopg prepares nothing; asyncpg keeps no prepared
+    statement and names each one uniquely). What asyncpg's transaction around a
+    one-statement call prevents, a prepare and its run given two server connections
+    by a concurrent client, the graph test below meets (its async workers without it:
+    80 iterations of 80 failed)."""
+    bouncer = make_url(cluster("LGSA_PGBOUNCER_URL"))
+    with new_database(bouncer.render_as_string(hide_password=False)) as name:
+        url, args = pgbouncer_args(bouncer.set(database=name), driver)
+        with SQLAlchemySaver.from_conn_string(url, **args) as first:
+            first.setup()
+        default = SQLAlchemySaver.from_conn_string(
+            bouncer.set(database=name, drivername=f"postgresql+{driver}")
+        )
+        try:
+            with pytest.raises(DBAPIError, match="prepared statement"):
+                await _call_across_server_connections(default, mode)
+        finally:
+            await default.aclose()
+        async with SQLAlchemySaver.from_conn_string(url, **args) as saver:
+            await _call_across_server_connections(saver, mode)
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list, operator.add]  # type: ignore[type-arg]
+
+
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+def test_pgbouncer_graph_and_store_with_the_documented_settings(driver: str) -> None:
+    """A chat graph invoked 20 times on each of 4 threads (sync) and 4 tasks (async), and
+    the store's puts, gets and searches beside it, through PgBouncer (4 server
+    connections) with the documented settings: no error, every turn kept."""
+    bouncer = make_url(cluster("LGSA_PGBOUNCER_URL"))
+    turns = 20
+    with new_database(bouncer.render_as_string(hide_password=False)) as name:
+        url, args = pgbouncer_args(bouncer.set(database=name), driver)
+        saver = SQLAlchemySaver.from_conn_string(url, **args)
+        store = SQLAlchemyStore.from_conn_string(url, **args)
+        saver.setup()
+        store.setup()
+        graph = echo_graph(saver, ChatState, "echo {last} (seen {seen})")
+        errors: list[BaseException] = []
+
+        def sync_worker(i: int) -> None:
+            for turn in range(turns):
+                try:
+                    graph.invoke({"messages": [f"s{i}-{turn}"]}, thread(f"sync-{i}"))
+                    store.put(("users", f"s{i}"), f"k{turn}", {"turn": turn})
+                    assert store.get(("users", f"s{i}"), f"k{turn}") is not None
+                except BaseException as e:
+                    errors.append(e)
+
+        async def async_workers() -> None:
+            async def one(i: int) -> None:
+                for turn in range(turns):
+                    try:
+                        await graph.ainvoke({"messages": [f"a{i}-{turn}"]}, thread(f"async-{i}"))
+                        await store.aput(("users", f"a{i}"), f"k{turn}", {"turn": turn})
+                        found = await store.asearch(("users", f"a{i}"), limit=100)
+                        assert len(found) == turn + 1
+                    except BaseException as e:
+                        errors.append(e)
+
+            await asyncio.gather(*(one(i) for i in range(4)))
+
+        with ThreadPoolExecutor(5) as pool:
+            futures = [pool.submit(sync_worker, i) for i in range(4)]
+            futures.append(pool.submit(asyncio.run, async_workers()))
+            for future in futures:
+                future.result()
+        assert errors == [], errors[:3]
+        for side in ("sync", "async"):
+            for i in range(4):
+                state = graph.get_state(thread(f"{side}-{i}"))
+                assert len(state.values["messages"]) == 2 * turns
+                namespace = ("users", f"{side[0]}{i}")
+                assert len(store.search(namespace, limit=100)) == turns
+        probe = create_engine(bouncer.set(database=name), **PGBOUNCER_ARGS)
+        with probe.connect() as conn:
+            servers = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND usename = current_user"
+                )
+            ).scalar()
+        probe.dispose()
+        print(f"pgbouncer {driver}: {8 * turns} invokes, {servers} server connections")
+        assert servers is not None and servers >= 2
+        saver.close()
+        store.close()
 
 
 # -- PostgreSQL primary + synchronous standby -------------------------------------------
