@@ -9,7 +9,7 @@ whose driver takes it (:func:`split_arguments`): asyncpg's
 engines. What a query parameter becomes is SQLAlchemy's dialect's to say
 (``Dialect.create_connect_args``: MySQL's ``ssl_ca`` becomes ``ssl``); whether a driver
 takes an argument, its ``connect`` signature's and its dialect family's
-(:class:`~.dialects.QueryBuilder`'s ``adapter_arguments`` and ``passes_on``) to say. An
+(:class:`..dialects.QueryBuilder`'s ``adapter_arguments`` and ``passes_on``) to say. An
 argument no driver of the pair takes, and TLS settings that reach one engine only, are
 refused before any engine is made; :func:`check_connect` checks again at each connection
 of any engine the saver uses, its own or one given.
@@ -28,7 +28,7 @@ from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS, QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import DatabaseURLError
 from sqlalchemy.engine import URL, Dialect
 
-__all__ = ["Parameters", "check_connect", "split_arguments", "takes"]
+__all__ = ["Driver", "Parameters", "check_connect", "parameters", "split_arguments", "takes"]
 
 #: The argument SQLAlchemy gives every async adapter for ``create_async_engine(...,
 #: async_creator=...)``.
@@ -234,7 +234,8 @@ def _refuse_one_sided_tls(tls: list[set[str]], sync: URL, async_: URL) -> None:
         f"{names[given]} engine ({drivers[given]}): the {names[missing]} engine's driver "
         f"{drivers[missing]} takes none of them, and would connect without them. Give it "
         f"its own in the URL or connect_args too (each engine gets the ones its driver "
-        f"takes), e.g. sslmode for psycopg, ssl for asyncpg."
+        f"takes: sslmode for psycopg, ssl for asyncpg, ...), or give the saver both "
+        f"engines, each made with its own."
     )
 
 
