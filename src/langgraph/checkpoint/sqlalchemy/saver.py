@@ -287,14 +287,8 @@ class SQLAlchemySaver(EngineOwner, OperatorMethods, BaseCheckpointSaver[str]):
             allowed_msgpack_modules: See :class:`SQLAlchemySaver`.
             config_metadata: See :class:`SQLAlchemySaver`.
             metadata_index_keys: See :class:`SQLAlchemySaver`.
-            **engine_kwargs: Passed to both ``create_engine`` and ``create_async_engine``
-                (``pool_size``, ``echo``, ...), except ``connect_args``: its keys, like
-                the URL's query parameters, each go to the engine(s) whose driver takes
-                them: with ``postgresql+asyncpg://``, ``prepare_threshold`` to the
-                psycopg engine, ``statement_cache_size`` to the asyncpg one. A key
-                neither driver takes, or TLS settings that reach one engine only, raise
-                ``DatabaseURLError``; ``connect_args`` that is not a dict of names
-                raises ``TypeError``.
+            **engine_kwargs: Passed to ``create_engine`` and ``create_async_engine``
+                (``pool_size``, ...); each gets the ``connect_args`` its driver takes.
 
         Returns:
             The saver. Run :meth:`setup` once to create the tables.
