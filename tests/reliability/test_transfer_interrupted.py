@@ -1,7 +1,8 @@
 """Interrupted copies, exports and imports never leave something that looks complete.
 
 * ``copy`` and ``import`` write each thread in one transaction: interrupted (a
-  ``KeyboardInterrupt`` inside a thread, SIGINT, SIGTERM, ``kill -9`` of the real CLI),
+  ``KeyboardInterrupt`` inside a thread, SIGINT, SIGTERM, ``kill -9`` of the real CLI,
+  sent once it has paused at a known checkpoint: ``paused_cli.py``, never after a sleep),
   every thread of the target holds all of its checkpoints or none, and the same command
   again finishes the work (the CLI prints it, passwords masked).
 * ``export`` writes a temporary file renamed at the end, closed by a line that counts
@@ -17,14 +18,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import selectors
 import shlex
 import signal
 import subprocess
-import time
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -288,47 +292,40 @@ def test_old_versions_and_cut_files_import_only_with_allow_incomplete(tmp_path: 
 
 # -- the real CLI, killed -------------------------------------------------------------------------
 
-#: Checkpoints of the long thread ``z`` the CLI is killed inside of: seconds of work for
-#: copy (which reads each from the source) and for import (which reads a file).
-LONG = {"copy": 8000, "import": 20000}
+#: The real CLI through ``paused_cli.py``: it pauses at a known checkpoint until signalled.
+PAUSED = [sys.executable, str(Path(__file__).with_name("paused_cli.py"))]
+#: Checkpoints of the threads of the big source, in the order every command takes them.
+#: The CLI is signalled inside the last thread, ``z``, once all of it (its pending write
+#: on its last checkpoint included) is written in its transaction, which is not yet
+#: committed. An export has then written some 125 kB (about 630 bytes a checkpoint): more
+#: than its file's buffers hold, so the file on disk is not empty.
+COUNTS = {"a": 5, "b": 5, "z": 200}
+#: The progress count (checkpoints handled) at the last checkpoint of ``z``.
+INSIDE_Z = sum(COUNTS.values())
 
 
 @dataclass
 class Big:
-    """A SQLite file of ours with threads ``a`` and ``b`` (5 checkpoints each) and ``z``
-    (``len``), and its export."""
+    """A SQLite file of ours with the threads of :data:`COUNTS`, and its export."""
 
     source: str
     dump: Path
     counts: dict[str, int]
 
 
-def big_source(folder: Path, long: int) -> Big:
-    source = str(folder / f"big-{long}.sqlite")
-    counts = {"a": 5, "b": 5, "z": long}
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Big:
+    """The source of the killed CLI's tests (made once a module)."""
+    folder = tmp_path_factory.mktemp("big")
+    source = str(folder / "big.sqlite")
     with our_saver(source) as saver:
-        for thread_id, n in counts.items():
+        for thread_id, n in COUNTS.items():
             config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
             put_numbered_chain(saver, config, n, lambda step: {"step": step, "source": "loop"})
-    dump = folder / f"big-{long}.jsonl"
-    done = cli("--url", source, "export", *counts, "-o", str(dump))
+    dump = folder / "big.jsonl"
+    done = cli("--url", source, "export", *COUNTS, "-o", str(dump))
     assert done.returncode == 0, done.stderr
-    return Big(source, dump, counts)
-
-
-@pytest.fixture(scope="module")
-def big(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Big]:
-    """Call it as ``big(command)`` for the source of that command's test (made once)."""
-    made: dict[int, Big] = {}
-    folder = tmp_path_factory.mktemp("big")
-
-    def get(command: str) -> Big:
-        long = LONG[command]
-        if long not in made:
-            made[long] = big_source(folder, long)
-        return made[long]
-
-    return get
+    return Big(source, dump, dict(COUNTS))
 
 
 def committed(url: str) -> dict[str, int]:
@@ -356,76 +353,85 @@ def write_rows(url: str, thread_id: str) -> int:
         engine.dispose()
 
 
-def until(check: Callable[[], bool], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def signalled(argv: list[str], ready: Callable[[], bool], sig: int) -> tuple[int, str]:
-    """Run the CLI with ``argv``, send it ``sig`` once ``ready()``; its exit code and
-    what it printed (stderr, then stdout)."""
-    proc = subprocess.Popen(
-        [*PROG, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        until(lambda: ready() or proc.poll() is not None, "the moment to send the signal")
-        assert proc.poll() is None, "it ended before the signal: give it more to do"
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, err + out
-
-
-def killed_inside(argv: list[str], url: str, thread_id: str, sig: int) -> tuple[int, str]:
-    """Run the CLI with ``argv`` and send it ``sig`` while it writes ``thread_id``: a
-    moment after every other thread is committed at ``url``, the last one being the long
-    one (copy verifies the thread before and reads the long one's keys first)."""
-    others = {"a", "b", "z"} - {thread_id}
-
-    def ready() -> bool:
-        if not others <= set(committed(url)):
-            return False
-        time.sleep(1.0 if argv[0] == "copy" else 0.3)  # a few seconds of work to go
-        return True
-
-    return signalled(argv, ready, sig)
+def signalled(
+    argv: list[str],
+    at: int,
+    sig: int,
+    paused: Callable[[], None],
+    stdout: IO[str] | None = None,
+) -> tuple[int, str]:
+    """Run the CLI with ``argv``, wait until it has handled ``at`` checkpoints and
+    paused there (``paused_cli.py``), run ``paused()`` (the test's checks of that moment)
+    and send it ``sig``; its exit code and what it printed (stderr, then stdout, unless
+    ``stdout`` is given: a file to write it to)."""
+    ready, ready_child = os.pipe()
+    hold_child, hold = os.pipe()  # the test never writes to it
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.Popen(
+                [*PAUSED, str(at), str(ready_child), str(hold_child), *argv],
+                stdout=stdout or out,
+                stderr=err,
+                pass_fds=(ready_child, hold_child),
+            )
+        finally:
+            os.close(ready_child)
+            os.close(hold_child)
+        try:
+            with selectors.DefaultSelector() as waiting:
+                waiting.register(ready, selectors.EVENT_READ)
+                assert waiting.select(300), f"the CLI did not reach checkpoint {at} in 300 s"
+            if os.read(ready, 100) != f"paused at {at}\n".encode():
+                proc.wait(120)
+                err.seek(0)
+                pytest.fail(f"the CLI ended before checkpoint {at}: {err.read()}")
+            paused()
+            proc.send_signal(sig)
+            code = proc.wait(timeout=120)
+        finally:
+            os.close(ready)
+            os.close(hold)  # were the test to fail first, the CLI ends (as an error)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return code, err.read() + out.read()
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("command", ["copy", "import"])
 def test_the_cli_killed_inside_a_thread_leaves_it_absent_and_prints_the_command_that_finishes(
-    command: str, target: str, big: Callable[[str], Big], new_url: Callable[[str, str], str]
+    command: str, target: str, big: Big, new_url: Callable[[str, str], str]
 ) -> None:
-    source = big(command)
     url = new_url(target, "target")
     if target == "postgres":  # a password to mask (the server trusts the test's host)
         url = make_url(url).set(password="s3cret").render_as_string(hide_password=False)
     if command == "copy":
-        argv = ["copy", "--from", source.source, "--to", url, "--no-progress"]
+        argv = ["copy", "--from", big.source, "--to", url, "--no-progress"]
     else:
-        argv = ["import", str(source.dump), "--url", url]
+        argv = ["import", str(big.dump), "--url", url]
 
-    # kill -9 while the long thread is written: the others whole, it absent
-    code, _ = killed_inside(argv, url, "z", signal.SIGKILL)
+    def inside_z() -> None:  # the other threads are committed, z is not (yet)
+        assert committed(url) == {"a": 5, "b": 5}
+
+    # kill -9 inside the long thread's transaction: the others whole, it absent
+    code, _ = signalled(argv, INSIDE_Z, signal.SIGKILL, inside_z)
     assert code == -signal.SIGKILL
     assert committed(url) == {"a": 5, "b": 5}
     assert write_rows(url, "z") == 0
 
     # Ctrl-C (import) or SIGTERM (copy): the same, and the command that finishes
     with our_saver(url) as saver:
-        saver.delete_thread("b")  # written again before z: the sign that z has begun
+        saver.delete_thread("b")  # written again before z: the report counts it
     sig = signal.SIGTERM if command == "copy" else signal.SIGINT
-    code, err = killed_inside(argv, url, "z", sig)
-    assert code == 130, err
+    code, err = signalled(argv, INSIDE_Z, sig, inside_z)
+    assert code == 130, err  # SIGTERM went through the CLI's handler (not killed by it)
     done = "copied" if command == "copy" else "imported"
     assert f"interrupted: 2 of 3 threads done, {done} 5 checkpoints" in err, err
     assert "thread 'z' was rolled back: none of its checkpoints is in" in err, err
     assert committed(url) == {"a": 5, "b": 5}
+    assert write_rows(url, "z") == 0
     assert "s3cret" not in err
     finish = shlex.split(err.strip().splitlines()[-1])
     assert finish[:2] == ["langgraph-checkpoint-sqlalchemy", command], err
@@ -436,39 +442,45 @@ def test_the_cli_killed_inside_a_thread_leaves_it_absent_and_prints_the_command_
         [*PROG, *finish[1:]], capture_output=True, text=True, timeout=600, check=False
     )
     assert again.returncode == 0, again.stderr
-    assert committed(url) == source.counts
+    assert committed(url) == big.counts
     if command == "copy":
         assert "verified: every checkpoint and pending write" in again.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_an_export_killed_midway_leaves_nothing_under_its_name_and_its_remains_are_refused(
-    sig: int, big: Callable[[str], Big], tmp_path: Path, new_url: Callable[[str, str], str]
+    sig: int, big: Big, tmp_path: Path, new_url: Callable[[str, str], str]
 ) -> None:
-    source = big("copy").source
     out = tmp_path / "threads.jsonl"
 
     def partials() -> list[Path]:
         return [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
-    argv = ["--url", source, "export", "a", "b", "z", "-o", str(out)]
-    code, err = signalled(argv, lambda: any(p.stat().st_size > 0 for p in partials()), sig)
+    def begun() -> None:  # z written up to its last record, not its end lines
+        assert [p.stat().st_size > 0 for p in partials()] == [True]
+
+    argv = ["--url", big.source, "export", "a", "b", "z", "-o", str(out)]
+    code, err = signalled(argv, INSIDE_Z, sig, begun)
     assert not out.exists(), "a partial export is never under the name asked for"
     if sig != signal.SIGKILL:
-        assert code == 130, err
+        assert code == 130, err  # SIGTERM went through the CLI's handler
         assert f"nothing was written to {out}" in err
         assert partials() == []
         return
+    assert code == -signal.SIGKILL
     (remains,) = partials()
     assert remains.name.startswith(".threads.jsonl.")
     assert remains.stat().st_mode & 0o777 == 0o600
     # What stdout got from an export killed as it wrote, beside it.
     piped = tmp_path / "piped.jsonl"
+
+    def reached() -> None:  # z written up to its last record: most of it on disk
+        assert piped.stat().st_size > 0
+
     with piped.open("w") as fp:
-        pipe = subprocess.Popen([*PROG, "--url", source, "export", "z", "-o", "-"], stdout=fp)
-        until(lambda: piped.stat().st_size > 100_000, "the export to write")
-        pipe.kill()
-        pipe.wait()
+        argv = ["--url", big.source, "export", "z", "-o", "-"]
+        code, err = signalled(argv, COUNTS["z"], signal.SIGKILL, reached, fp)
+    assert code == -signal.SIGKILL, err
     for target in TARGETS:
         url = new_url(target, f"target-{target}")
         for name in (remains, piped):
