@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Connection, delete, select, update
@@ -22,6 +21,7 @@ from langgraph.checkpoint.sqlalchemy._plans import locks as _plan_locks
 from langgraph.checkpoint.sqlalchemy.schema import locks
 
 from ..doors import Door
+from ..waiting import until, until_async
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -36,20 +36,16 @@ def _rows(door: Door) -> list[tuple[str, float]]:
         return [(str(owner), float(expires)) for owner, expires in found]
 
 
-async def _hold(door: Door, seconds: float, during: Any = None) -> None:
-    """Hold the lock of thread ``t`` for ``seconds``, calling ``during()`` halfway."""
+async def _hold(door: Door, during: Callable[[], None], done: Callable[[], bool]) -> None:
+    """Hold the lock of thread ``t``: call ``during()``, then wait until ``done()``."""
     if door.is_async:
         async with door.saver.alock_thread("t", timeout=5):
-            await asyncio.sleep(seconds / 2)
-            if during is not None:
-                during()
-            await asyncio.sleep(seconds / 2)
+            during()
+            await until_async(done, "the renewal to see the lease taken over")
     else:
         with door.saver.lock_thread("t", timeout=5):
-            time.sleep(seconds / 2)
-            if during is not None:
-                during()
-            time.sleep(seconds / 2)
+            during()
+            until(done, "the renewal to see the lease taken over")
 
 
 @pytest.fixture
@@ -62,17 +58,20 @@ async def test_the_lease_is_renewed_while_the_block_runs_and_dropped_after(door:
     if not door.saver._qb.thread_lock_lease:
         pytest.skip("SQLite keeps a lock of its own, not a lease row")
     seen: list[list[tuple[str, float]]] = []
+
+    def extended() -> bool:  # past a second at most: the server clock may count in seconds
+        seen.append(_rows(door))
+        return seen[-1][0][1] > seen[0][0][1]
+
     if door.is_async:
         async with door.saver.alock_thread("t", timeout=5):
             seen.append(await asyncio.to_thread(_rows, door))
-            await asyncio.sleep(1.2)  # past a second: the server clock may count in seconds
-            seen.append(await asyncio.to_thread(_rows, door))
+            await until_async(extended, "the held lease to be extended")
     else:
         with door.saver.lock_thread("t", timeout=5):
             seen.append(_rows(door))
-            time.sleep(1.2)
-            seen.append(_rows(door))
-    (first,), (later,) = seen
+            until(extended, "the held lease to be extended")
+    (first,), (later,) = seen[0], seen[-1]
     assert first[0] == later[0]  # the same holder
     assert later[1] > first[1]  # its lease was extended
     assert _rows(door) == []
@@ -89,9 +88,12 @@ async def test_a_lease_taken_over_is_not_renewed_nor_dropped(
         with door.saver.engine.begin() as conn:
             _in_schema(door, conn).execute(update(locks).values(owner="someone else"))
 
+    def seen() -> bool:
+        return any("taken over" in r.getMessage() for r in caplog.records)
+
     with caplog.at_level(logging.ERROR, logger=_plan_locks.__name__):
-        await _hold(door, 0.4, during=take_over)
-    assert any("taken over" in r.getMessage() for r in caplog.records)
+        await _hold(door, during=take_over, done=seen)
+    assert seen()
     # the new owner's row stays: the release drops only its own holder's lease
     assert [owner for owner, _ in _rows(door)] == ["someone else"]
     with door.saver.engine.begin() as conn:
