@@ -33,6 +33,7 @@ from langgraph.store.sqlalchemy import SQLAlchemyStore, _reads
 
 from ..checkpoints import next_checkpoint
 from ..provision import BACKENDS
+from ..waiting import until
 
 NS = ("memories", "u1")
 PLACES = [b for b in ("sqlite-file", "postgres") if b in BACKENDS]
@@ -227,8 +228,8 @@ def test_a_forked_process_uses_a_connection_of_its_own(url: str) -> None:
         out = ctx.Queue()
         child = ctx.Process(target=_child_get, args=(out,))
         child.start()
-        got = out.get(timeout=30)
-        child.join(30)
+        got = out.get(timeout=120)
+        child.join(120)
         assert child.exitcode == 0
         assert got == ({"n": 1}, True)
         assert store.get(NS, "a").value == {"n": 1}  # type: ignore[union-attr]
@@ -248,8 +249,10 @@ def test_a_connection_the_server_dropped_is_replaced(url: str) -> None:
     assert held is not None
     pid = held.dbapi_connection.info.backend_pid
     admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
+    with admin.connect() as conn:  # it only asks: wait until the session has ended
         conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+        alive = f"SELECT count(*) FROM pg_stat_activity WHERE pid = {int(pid)}"
+        until(lambda: conn.exec_driver_sql(alive).scalar_one() == 0, "the session's end")
     assert store.get(NS, "a").value == {"n": 1}  # type: ignore[union-attr]
     assert lane._held is not None and lane._held is not held
     kept = lane._held.dbapi_connection

@@ -241,7 +241,7 @@ async def test_graph_on_sixteen_threads_through_one_saver(
 # -- sync methods inside a running loop; no loop at all ----------------------------------
 
 
-def run_with_watchdog(fn: Callable[[], Any], seconds: float = 20.0) -> Any:
+def run_with_watchdog(fn: Callable[[], Any], seconds: float = 120.0) -> Any:
     """Run ``fn`` on this thread; abort the whole process (with tracebacks) if it hangs."""
     faulthandler.dump_traceback_later(seconds, exit=True)
     try:
@@ -278,7 +278,7 @@ async def test_sync_methods_return_promptly_inside_a_running_loop(saver: SQLAlch
 
     t = threading.Thread(target=other_loop, daemon=True)
     t.start()
-    t.join(timeout=20)
+    t.join(timeout=120)
     assert not t.is_alive(), "sync saver methods hung inside a running event loop"
     assert "error" not in box, box.get("error")
     assert box["tuple"] is not None and box["tuple"].config == second

@@ -127,7 +127,7 @@ class Store:
             cwd=ROOT,
         )
 
-    def settle(self, timeout: float = 30.0) -> None:
+    def settle(self, timeout: float = 120.0) -> None:
         """Wait until the server has dropped the killed child's sessions: a COMMIT it sent
         just before dying must land (or its transaction be rolled back) before the test
         reads, or one read could see a transaction that another one does not."""

@@ -141,9 +141,7 @@ def check_store(graph: Any, saver: SQLAlchemySaver, invokes: list[int], per_invo
     kept = 0 if saver._runner.sync.lane._held is None else 1
     assert saver.engine.pool.checkedout() == kept  # type: ignore[attr-defined]
     assert saver.async_engine.sync_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
-    started = time.monotonic()
-    assert saver.get_tuple(cfg("load-0")) is not None
-    assert time.monotonic() - started < 5.0  # far below pool_timeout
+    assert saver.get_tuple(cfg("load-0")) is not None  # a pool left exhausted: TimeoutError
 
 
 @pytest.mark.parametrize("backend", SERVERS)
