@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import operator
 import threading
-import time
 from collections import Counter
 from typing import Annotated, Any
 
@@ -21,6 +20,7 @@ from typing_extensions import TypedDict
 
 from ..doors import Door, restarted
 from ..graphs import chain, echo_graph, extend, thread
+from ..waiting import until
 
 # -- multi-turn conversation -------------------------------------------------------------
 
@@ -398,23 +398,24 @@ async def test_failing_parallel_branch_keeps_siblings_writes(
     flaky = 2
     calls: Counter[int] = Counter()
     lock = threading.Lock()
-    others_done = threading.Event()
+    config = thread("flaky")
+
+    def siblings_stored() -> bool:
+        stored = door.saver.get_tuple(config)
+        written = [ch for _, ch, _ in stored.pending_writes] if stored is not None else []
+        return written.count("results") == len(items) - 1
 
     def worker(arg: dict[str, Any]) -> dict[str, Any]:
         item = arg["item"]
         with lock:
             calls[item] += 1
             first_attempt = calls[item] == 1
-            if sum(calls[i] for i in items if i != flaky) == len(items) - 1:
-                others_done.set()
         if item == flaky and first_attempt:
-            # fail only once the siblings have finished, so that their writes are stored
-            others_done.wait(timeout=10)
-            time.sleep(0.1)
+            # fail only once the siblings' writes are stored (a failure cancels what runs)
+            until(siblings_stored, "the other branches' writes to be stored")
             raise RuntimeError("flaky branch failed")
         return {"results": [item * 10]}
 
-    config = thread("flaky")
     graph = map_reduce_graph(door, worker)
     try:
         await door.invoke(graph, {"items": items, "results": []}, config)

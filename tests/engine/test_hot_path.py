@@ -32,6 +32,7 @@ from langgraph.checkpoint.sqlalchemy._engine.lane import Lane
 from ..checkpoints import next_checkpoint
 from ..doors import Door
 from ..provision import new_saver_args
+from ..waiting import until_async
 
 BIG_LIST = [f"message {i} " + "x" * 40 for i in range(40)]  # ~2 kB serialised
 
@@ -372,12 +373,17 @@ async def test_the_async_door_thread_hop_keeps_what_to_thread_gives() -> None:
     with pytest.raises(KeyboardInterrupt):
         await hop.run(boom)
     # Two calls that wait for each other finish only if they run at the same time.
-    barrier = threading.Barrier(2, timeout=10)
+    barrier = threading.Barrier(2, timeout=120)
     await asyncio.gather(hop.run(barrier.wait), hop.run(barrier.wait))
     # A cancelled awaiter leaves the call to finish; the next calls still run.
-    release = threading.Event()
-    task = asyncio.ensure_future(hop.run(release.wait, 10))
-    await asyncio.sleep(0.05)
+    running, release = threading.Event(), threading.Event()
+
+    def held() -> bool:
+        running.set()
+        return release.wait(120)
+
+    task = asyncio.ensure_future(hop.run(held))
+    await until_async(running.is_set, "the call to run in the worker thread")
     task.cancel()
     release.set()
     with pytest.raises(asyncio.CancelledError):

@@ -488,9 +488,9 @@ def meanwhile(
     saver: Any, when: Callable[[str], bool], action: Callable[[], None]
 ) -> Iterator[None]:
     """Start ``action`` in another thread just before the first statement of ``saver``
-    (either engine) that ``when`` accepts, and give it a second to commit: another
-    process writing between two statements of the operation. (A saver that makes such a
-    writer wait for the operation's lock lets it finish afterwards instead.)"""
+    (either engine) that ``when`` accepts, and wait for it to commit: another process
+    writing between two statements of the operation. (A saver that makes such a writer
+    wait for the operation's lock lets it finish afterwards instead, after 60 s.)"""
     started: list[threading.Thread] = []
     errors: list[BaseException] = []
 
@@ -505,7 +505,7 @@ def meanwhile(
             worker = threading.Thread(target=run, daemon=True)
             started.append(worker)
             worker.start()
-            worker.join(timeout=1.0)
+            worker.join(timeout=60)
 
     engines = [saver.engine, saver.async_engine.sync_engine]
     for engine in engines:
@@ -516,7 +516,7 @@ def meanwhile(
         for engine in engines:
             event.remove(engine, "before_cursor_execute", before)
     assert started, "the operation never ran the statement the test waits for"
-    started[0].join(timeout=30)
+    started[0].join(timeout=120)
     assert not started[0].is_alive(), "the other writer is still blocked"
     if errors:
         raise errors[0]
