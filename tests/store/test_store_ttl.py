@@ -12,6 +12,7 @@ import pytest
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from ..conftest import Clock, HashEmbeddings, StoreDoor
+from ..waiting import PATIENCE, until
 
 NS = ("t", "u1")
 
@@ -207,15 +208,6 @@ async def test_sweep_from_a_store_without_ttl_config(
     assert (await door.stats()).items == 0
 
 
-def _wait_for(check: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return bool(check())
-
-
 async def test_thread_sweeper(store_factory: Any, clock: Clock) -> None:
     store = store_factory(clock=clock, ttl={"default_ttl": 1, "sweep_interval_minutes": 0.001})
     store.put(NS, "a", {})
@@ -224,10 +216,10 @@ async def test_thread_sweeper(store_factory: Any, clock: Clock) -> None:
     assert not future.done()
     assert store.start_ttl_sweeper().done()  # already running: no second thread
     clock.advance(minutes=2)
-    assert _wait_for(lambda: store.stats().expired == 0)
+    until(lambda: store.stats().expired == 0, "the sweeper to sweep")
     assert store.stats().items == 1 and store.get(NS, "b") is not None
-    assert store.stop_ttl_sweeper(timeout=5)
-    assert future.result(timeout=5) is None
+    assert store.stop_ttl_sweeper(timeout=60)
+    assert future.result(timeout=60) is None
     # stopped: nothing is swept any more
     store.put(NS, "c", {})
     clock.advance(minutes=2)
@@ -236,14 +228,14 @@ async def test_thread_sweeper(store_factory: Any, clock: Clock) -> None:
     assert store.stop_ttl_sweeper(timeout=1)  # stopping again is fine
     # it can start again, with an explicit interval
     future = store.start_ttl_sweeper(sweep_interval_minutes=0.001)
-    assert _wait_for(lambda: store.stats().expired == 0)
+    until(lambda: store.stats().expired == 0, "the sweeper to sweep")
     assert future.cancel()  # cancelling the future stops the thread
-    assert _wait_for(lambda: store._sweeper is None or not store._sweeper.is_alive())
+    until(lambda: store._sweeper is None or not store._sweeper.is_alive(), "the thread's end")
     store.put(NS, "d", {})
     clock.advance(minutes=2)
     time.sleep(0.3)
     assert store.stats().expired == 1
-    assert store.stop_ttl_sweeper(timeout=5)
+    assert store.stop_ttl_sweeper(timeout=60)
 
 
 async def test_asyncio_sweeper(store_factory: Any, clock: Clock) -> None:
@@ -253,11 +245,10 @@ async def test_asyncio_sweeper(store_factory: Any, clock: Clock) -> None:
     task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.001)
     assert await store.astart_ttl_sweeper(sweep_interval_minutes=0.001) is task
     clock.advance(minutes=2)
-    for _ in range(500):
-        if (await store.astats()).expired == 0:
-            break
+    deadline = time.monotonic() + PATIENCE
+    while (await store.astats()).expired != 0:
+        assert time.monotonic() < deadline, "the sweeper did not sweep"
         await asyncio.sleep(0.02)
-    assert (await store.astats()).expired == 0
     assert (await store.astats()).items == 1
     assert await store.astop_ttl_sweeper()
     assert task.done()
@@ -273,7 +264,7 @@ async def test_aclose_stops_the_sweepers(store_factory: Any, clock: Clock) -> No
     future = store.start_ttl_sweeper(sweep_interval_minutes=0.001)
     task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.001)
     await store.aclose()
-    assert future.result(timeout=5) is None
+    assert future.result(timeout=60) is None
     assert task.done()
 
 
@@ -333,7 +324,7 @@ async def test_reputs_racing_the_sweeper_keep_their_vectors(
         store.batch([PutOp(NS, f"k{i}", {"text": "dog"}, ttl=1) for i in range(15)])
         time.sleep(0.1)
     finally:
-        assert store.stop_ttl_sweeper(timeout=5)
+        assert store.stop_ttl_sweeper(timeout=60)
     stats = store.stats()
     assert (stats.items, stats.vectors) == (15, 15)
     results = store.search(NS, query="dog", limit=20)

@@ -16,8 +16,6 @@ import operator
 import sqlite3
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +43,7 @@ from langgraph.checkpoint.sqlalchemy.transfer import (
 
 from ..graphs import chain
 from ..graphs import thread as cfg
+from ..waiting import until
 
 PROG = [sys.executable, "-m", "langgraph.checkpoint.sqlalchemy"]
 THREADS = ("hitl", "sub", "fail")
@@ -146,23 +145,26 @@ def sub_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
 
 
 def fail_graph(saver: BaseCheckpointSaver[Any], calls: Calls) -> Any:
+    """The graph of thread ``fail``: ``boom`` fails (once ``calls.fail`` is False, not)
+    beside ``ok``, whose writes stay pending."""
+
     def start(state: State) -> dict[str, Any]:
         return {"log": ["start"]}
 
-    ok_ran = threading.Event()
-
     def ok(state: State) -> dict[str, Any]:
         calls.hit("ok")
-        ok_ran.set()
         return {"log": ["ok"]}
+
+    def ok_stored() -> bool:
+        stored = saver.get_tuple(cfg("fail"))
+        return stored is not None and ("log", ["ok"]) in [w[1:] for w in stored.pending_writes]
 
     def boom(state: State) -> dict[str, Any]:
         calls.hit("boom")
         if calls.fail:
-            # The sibling's writes are stored only if it finished first: under load the
-            # two tasks raced and the failure could come before them.
-            ok_ran.wait(10)
-            time.sleep(0.3)  # its writes are committed right after it returns
+            # The sibling's writes are kept only if they are stored first: the two tasks
+            # race, and a failure cancels what still runs.
+            until(ok_stored, "the writes of the sibling task to be stored")
             raise RuntimeError("boom")
         return {"log": ["boom fixed"]}
 

@@ -6,7 +6,8 @@ The stores of a test come from :func:`official_stores` (the stand-ins of
 kept for the session, migrated once (a migration costs about a second on MariaDB and
 the official tests make several hundred stores), and emptied before the store is handed
 out: a new SQLite file is not needed to start empty, nor a new schema. Stores are closed
-after their test, their TTL sweepers stopped, in the test's event loop.
+after their test, their TTL sweepers stopped, in the test's event loop. The bodies that
+sleep for TTLs to run out run on a clock their sleeps move (:mod:`.simulated_time`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from langgraph.store.sqlalchemy.tables import items, vectors
 
 from ...provision import BACKENDS, drop_database, new_name
 from . import support
+from .simulated_time import SIMULATED, SimulatedTime
 
 OFFICIAL_BACKENDS = tuple(b for b in BACKENDS if b != "sqlite-memory")
 
@@ -83,14 +85,28 @@ def empty(store: SQLAlchemyStore) -> None:
 
 @pytest.fixture(autouse=True)
 async def official_stores(
-    backend: str, database_pool: DatabasePool
+    backend: str,
+    database_pool: DatabasePool,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Callable[..., SQLAlchemyStore]]:
-    """Makes the stores of the test (``support.new_store``): each new, set up, empty."""
+    """Makes the stores of the test (``support.new_store``): each new, set up, empty; in
+    the modules of :data:`.SIMULATED`, on the clock that the body's sleeps move."""
     made: list[SQLAlchemyStore] = []
+    simulated = None
+    if request.module.__name__.rsplit(".", 1)[-1] in SIMULATED:
+        simulated = SimulatedTime()
+        for name, module in simulated.modules().items():
+            if hasattr(request.module, name):
+                monkeypatch.setattr(request.module, name, module)
 
     def make(**kwargs: Any) -> SQLAlchemyStore:
         args = database_pool.args(backend, len(made))
+        if simulated is not None:
+            kwargs["clock"] = simulated.clock
         store = SQLAlchemyStore.from_conn_string(args.pop("conn_string"), **args, **kwargs)
+        if simulated is not None:
+            simulated.watch(store)
         made.append(store)
         store.setup()
         empty(store)
@@ -102,5 +118,5 @@ async def official_stores(
     finally:
         support.MAKERS.remove(make)
         for store in reversed(made):
-            store.stop_ttl_sweeper(timeout=5)
+            store.stop_ttl_sweeper(timeout=60)
             await store.aclose()

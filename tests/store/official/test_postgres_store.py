@@ -4,7 +4,8 @@
 # The test bodies are the official ones; ours is the `store` fixture: a SQLAlchemyStore
 # on the test's backend (support.py) with the official TTL config and sweeper thread, in
 # place of a PostgresStore in a new database through a plain connection, a pipeline or a
-# pool (three parameters that are psycopg's, not ours). Vector tests:
+# pool (three parameters that are psycopg's, not ours), on a clock that the bodies' sleeps
+# move instead of waiting (simulated_time.py, conftest.py). Vector tests:
 # test_postgres_store_vectors.py. Left out, as it tests PostgresStore's own code:
 # test_nonnull_migrations (PostgresStore.MIGRATIONS).
 """The official ``PostgresStore`` tests of batches, CRUD, listing, filters and TTL, on

@@ -4,7 +4,8 @@
 # official ones; ours are the fixture (`temp_db_file`, a name only), `AsyncSqliteStore`,
 # the stand-in of support.py (each call a new SQLAlchemyStore on the test's backend), and
 # the xfail marks, whose reasons docs/store.md lists. The official `flaky(retries=3)`
-# marks are dropped.
+# marks are dropped: the sleeps move the stores' clock instead of waiting
+# (simulated_time.py, conftest.py).
 """The official ``AsyncSqliteStore`` TTL tests, on ``SQLAlchemyStore``'s async methods."""
 
 import asyncio

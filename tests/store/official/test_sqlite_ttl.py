@@ -6,7 +6,8 @@
 # helpers that reach into the tables (`_expire_now`, `_row_exists`, `_stored_expires_at`:
 # our table, whose `expires_at` is seconds since the epoch, so both of the official
 # `fmt`s write the same), and the xfail marks, whose reasons docs/store.md lists. The
-# official `flaky(retries=3)` marks are dropped: these tests pass the first time.
+# official `flaky(retries=3)` marks are dropped: these tests pass the first time, their
+# sleeps moving the stores' clock instead of waiting (simulated_time.py, conftest.py).
 # The async tests: test_sqlite_async_ttl.py.
 """The official ``SqliteStore`` TTL tests, on ``SQLAlchemyStore``."""
 
