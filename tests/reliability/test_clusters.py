@@ -54,6 +54,7 @@ from langgraph.checkpoint.sqlalchemy import (
 from langgraph.store.sqlalchemy import SQLAlchemyStore
 
 from ..graphs import echo_graph
+from ..waiting import until
 from .test_reliability import counter_graph, thread
 
 
@@ -352,7 +353,7 @@ def test_pgbouncer_graph_and_store_with_the_documented_settings(driver: str) -> 
 # -- PostgreSQL primary + synchronous standby -------------------------------------------
 
 
-def _wait_for_replay(primary: str, standby: str, timeout: float = 30.0) -> None:
+def _wait_for_replay(primary: str, standby: str, timeout: float = 120.0) -> None:
     """Until the standby has replayed the primary's WAL up to now (at most ``timeout``
     seconds)."""
     engines = [
@@ -461,13 +462,21 @@ def test_failover_drill_loses_no_acknowledged_checkpoint_and_shows_no_error() ->
 
                 await asyncio.gather(*(one(i) for i in range(4)))
 
+            workers = [f"{kind}-{i}" for kind in ("sync", "async") for i in range(4)]
+
+            def each_put(more: dict[str, int]) -> bool:
+                return all(len(acknowledged.get(w, ())) >= more[w] for w in workers)
+
             with ThreadPoolExecutor(5) as pool:
                 futures = [pool.submit(sync_worker, i) for i in range(4)]
                 futures.append(pool.submit(asyncio.run, async_workers()))
-                time.sleep(1.5)
-                script("pg-standby", "failover", "3")
-                time.sleep(2.0)
-                stop.set()
+                try:
+                    until(lambda: each_put(dict.fromkeys(workers, 5)), "5 puts of each worker")
+                    script("pg-standby", "failover", "3")  # returns once promoted
+                    after = {w: len(acknowledged[w]) + 3 for w in workers}
+                    until(lambda: each_put(after), "3 more puts of each worker, after it")
+                finally:
+                    stop.set()
                 for future in futures:
                     future.result()
             assert errors == [], errors[:5]
@@ -651,15 +660,22 @@ def test_galera_node_killed_under_6_workers(galera_db: list[URL]) -> None:
                 time.sleep(0.1)
             time.sleep(0.01)
 
+    def each_put(more: dict[int, int]) -> bool:
+        return all(len(acknowledged.get(f"w{n}", ())) >= k for n, k in more.items())
+
     try:
         with ThreadPoolExecutor(6) as pool:
             futures = [pool.submit(worker, n) for n in range(6)]
-            time.sleep(1.0)
-            script("galera", "kill", "3")
-            time.sleep(2.0)
-            script("galera", "restart", "3")
-            time.sleep(1.0)
-            stop.set()
+            try:
+                until(lambda: each_put(dict.fromkeys(range(6), 1)), "a put of each worker")
+                script("galera", "kill", "3")
+                until(lambda: errors[2], "node 3's workers to see it down")
+                script("galera", "restart", "3")  # returns once it is in the view again
+                # the others write on while it catches up (IST)
+                after = {n: len(acknowledged[f"w{n}"]) + 3 for n in range(6) if n % 3 != 2}
+                until(lambda: each_put(after), "3 more puts of the workers on nodes 1 and 2")
+            finally:
+                stop.set()
             for future in futures:
                 future.result()
     finally:
