@@ -461,7 +461,9 @@ async def test_an_outage_after_the_first_connection_fails_after_retry_timeout(
             else:
                 await saver.aget_tuple(CONFIG)
         attempts = int(str(e.value).split(" attempts over ")[0].rsplit("(", 1)[1])
-        assert attempts >= 3  # retried with pauses, not given up at the first refusal
+        # retried, not given up at the first refusal (how many more fit in 0.5 s depends
+        # on the machine's speed)
+        assert attempts >= 2
     finally:
         proxy.start()  # for the fixture's stop
         await saver.aclose()

@@ -261,7 +261,7 @@ def test_a_forked_child_gets_engines_of_its_own(backend: str) -> None:
             child.start()
         outcomes = [results.get(timeout=60) for _ in children]
         for child in children:
-            child.join(timeout=30)
+            child.join(timeout=120)
         assert outcomes == [(True, True)] * 3, outcomes
         assert parent.get_tuple(CONFIG) is not None  # the parent's connections still work
         parent.close()
