@@ -15,9 +15,12 @@ a hook to the ``progress`` callback they are given (documented: called inside th
 thread's transaction for ``copy`` and ``import``, after each line written for
 ``export``). When the count of checkpoints handled first reaches ``AT``, the hook writes
 ``paused at AT`` on the file descriptor ``READY`` and then waits on ``HOLD``, the read
-end of a pipe the test never writes to, until a signal arrives. Nothing else changes:
-no signal handler is installed here, so SIGINT is Python's and SIGTERM the CLI's own
-(``copy``, ``import`` and ``export`` turn it into an interruption), and SIGKILL kills.
+end of a pipe the test never writes to, until a signal arrives. No signal handler of
+the CLI is replaced: SIGTERM is the CLI's own (``copy``, ``import`` and ``export`` turn
+it into an interruption), SIGINT Python's (Ctrl-C: ``KeyboardInterrupt``), and SIGKILL
+kills. Only a SIGINT inherited as ignored (the tests run as a background job of a
+non-interactive shell: ``pytest ... &`` in a script) is given back Python's handler,
+which Python installs itself otherwise, as a terminal's Ctrl-C finds it.
 
 If the test goes away without signalling (its end of ``HOLD`` closed), the CLI is ended
 as an error, inside the transaction: nothing is left running.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import functools
 import os
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -78,6 +82,8 @@ def pausing(call: Callable[..., Any], at: int, ready: int, hold_fd: int) -> Call
 
 if __name__ == "__main__":
     at, ready, hold_fd = (int(a) for a in sys.argv[1:4])
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     for name in WRAPPED:
         setattr(transfer, name, pausing(getattr(transfer, name), at, ready, hold_fd))
     raise SystemExit(main(sys.argv[4:]))
