@@ -187,14 +187,19 @@ async def test_a_libpq_connection_string_connects_sync_and_async(
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("foo=bar", 'invalid connection option "foo"'),
-        ("x=1.db", "sqlite:///x=..."),
-        ("dbname=app user", 'missing "=" after "user"'),
-        ("dbname='app", "unterminated quoted string"),
-        ("password=S3cretPw bogus=1", "not a valid libpq connection string: "),
+        # a string libpq refuses is not quoted back, nor are libpq's words (they may
+        # quote a piece of a password): the item it stopped at, and what was meant
+        ("foo=bar", "the keyword of item 1 is not one libpq knows"),
+        ("x=1.db", "sqlite:///path"),
+        ("dbname=app user", "item 2 has no '='"),
+        ("dbname='app", "the single quote that opens value 1 is never closed"),
+        ("password=S3cretPw bogus=1", "not one libpq reads: the keyword of item 2"),
         ("port=abc dbname=x", "not a number"),
         ("my file = x.db", "looks like a connection string"),
-        ("Server=db;Database=app; User Id=u", 'invalid connection option "Server"'),
+        (
+            "Server=db;Database=app; User Id=u",
+            'item 1 is not one libpq knows (did you mean "host"',
+        ),
         ("localhost:5432/app", "host:port without a scheme"),
         ("db.example:3306", "host:port without a scheme"),
     ],

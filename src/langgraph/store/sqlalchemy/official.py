@@ -41,7 +41,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from langgraph.checkpoint.sqlalchemy._codec.canonical import MAX_DEPTH, canonical_json
-from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
+from langgraph.checkpoint.sqlalchemy._codec.display import shown_url
 from langgraph.checkpoint.sqlalchemy._engine.engines import source_url
 from langgraph.checkpoint.sqlalchemy.errors import UnknownSourceError
 from langgraph.store.sqlalchemy import namespaces
@@ -447,7 +447,7 @@ def open_store_source(
     """
     sync_url, found = _source_url(url)
     if kind != "auto" and kind != found:
-        raise UnknownSourceError(f"{masked_text(str(url))!r} is a {found} database, not {kind}")
+        raise UnknownSourceError(f"{shown_url(url)!r} is a {found} database, not {kind}")
     engine = create_engine(sync_url, poolclass=NullPool)
     try:
         store, vectors = _declare(engine, schema)

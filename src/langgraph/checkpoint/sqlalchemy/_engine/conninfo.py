@@ -3,12 +3,21 @@
 ``conninfo_to_dict``) and turned into the ``postgresql+psycopg`` URL of the same
 connection, so that such a string never becomes a SQLite file of that name
 (:func:`._engine.engines.resolve_urls`).
+
+A string libpq refuses is never quoted back, not even in part (libpq's own words may
+quote a piece of a password): the error names the item that stopped libpq and what was
+likely meant (:func:`.display.conninfo_problem`).
 """
 
 from __future__ import annotations
 
 import re
 
+from langgraph.checkpoint.sqlalchemy._codec.display import (
+    NOT_SHOWN,
+    conninfo_problem,
+    read_conninfo,
+)
 from langgraph.checkpoint.sqlalchemy.errors import DatabaseURLError
 from sqlalchemy.engine import URL
 
@@ -18,8 +27,8 @@ __all__ = ["conninfo_url", "is_conninfo"]
 _STARTS_AS_CONNINFO = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=")
 
 _HOW = (
-    "a libpq connection string is keyword=value pairs separated by spaces "
-    "(host=db port=5432 dbname=app user=u), a value with spaces in single quotes"
+    "A libpq connection string is keyword=value pairs separated by spaces "
+    "(host=db port=5432 dbname=app user=u)"
 )
 
 
@@ -34,7 +43,8 @@ def _pairs(text: str) -> dict[str, str]:
 
     Raises:
         DatabaseURLError: psycopg is not installed, or libpq refuses the text (an
-            unknown keyword, a keyword without ``=``, a quote left open).
+            unknown keyword, a keyword without ``=``, a quote left open). The message
+            shows nothing of the text: it may hold a password.
     """
     try:
         import psycopg
@@ -48,15 +58,36 @@ def _pairs(text: str) -> dict[str, str]:
     try:
         return {key: str(value) for key, value in conninfo_to_dict(text).items()}
     except psycopg.Error as e:
-        first = _STARTS_AS_CONNINFO.match(text)
-        key = first["key"] if first else "name"
-        # libpq quotes the text it stumbled on, which may be a piece of a password
-        # written with spaces and no quotes: its words are shown only without one.
-        why = f" ({str(e).strip()})" if "password" not in text.lower() else ""
-        raise DatabaseURLError(
-            f"not a valid libpq connection string{why}: {_HOW}. For a SQLite file whose "
-            f"name holds '=', write sqlite:///{key}=..."
-        ) from None
+        refused = str(e)
+    # Raised here, not in the except block: libpq's words, which may quote a piece of a
+    # password written with spaces and no quotes, are not kept as the error's context.
+    raise DatabaseURLError(_refusal(text, refused))
+
+
+#: libpq's words about a connection string it refuses, in the forms known to quote
+#: nothing but a keyword or a piece of the text (the quoted part is masked).
+_LIBPQ_REFUSALS = re.compile(
+    r'(?:invalid connection option|missing "=" after) "[^"]*"(?: in connection info string)?'
+    r"|unterminated quoted string in connection info string"
+)
+
+
+def _refusal(text: str, refused: str) -> str:
+    """Why libpq refused ``text``, in words that show nothing of it: the item that
+    stopped it and what was likely meant (:func:`.display.conninfo_problem`, with the
+    keywords of the libpq psycopg is linked to), else libpq's own reason when it has a
+    known form (its quoted piece masked)."""
+    from psycopg import pq
+
+    keywords = frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults())
+    why = conninfo_problem(read_conninfo(text), keywords)
+    if why is None:
+        known = _LIBPQ_REFUSALS.search(refused)
+        why = re.sub(r'"[^"=]*"', '"***"', known[0]) if known else "libpq refused it"
+    return (
+        f"{NOT_SHOWN} is not one libpq reads: {why}. {_HOW}; for a SQLite file whose name "
+        "holds '=', write sqlite:///path"
+    )
 
 
 def conninfo_url(text: str) -> URL:
@@ -66,10 +97,10 @@ def conninfo_url(text: str) -> URL:
     its query string, which psycopg hands to libpq as they are.
 
     Raises:
-        DatabaseURLError: Not a valid connection string (libpq's reason: an unknown
-            keyword, a keyword without ``=``, a quote left open; the message says how to
-            name a SQLite file whose name holds ``=``), a port that is not a number, or
-            psycopg is not installed.
+        DatabaseURLError: Not a valid connection string (the item libpq stops at: an
+            unknown keyword, a keyword without ``=``, a quote left open; the message
+            shows nothing of the text, and says how to name a SQLite file whose name
+            holds ``=``), a port that is not a number, or psycopg is not installed.
     """
     fields: dict[str, str] = {}
     query: dict[str, str] = {}

@@ -226,9 +226,7 @@ def source_url(url: str) -> URL:
         return sync_url
     path = sync_url.database or ""
     if not path or path == ":memory:" or path.startswith("file:"):
-        raise UnknownSourceError(
-            f"{masked_text(str(url))!r}: give the path of an existing SQLite file."
-        )
+        raise UnknownSourceError(f"{shown_url(url)!r}: give the path of an existing SQLite file.")
     if not os.path.isfile(path):
         raise UnknownSourceError(f"no such SQLite file: {path}")
     return make_url(f"sqlite:///file:{quote(path)}?mode=ro&uri=true")
@@ -258,18 +256,18 @@ def _bare_path(text: str) -> str:
     """
     if _scheme_without_slashes(text):
         raise DatabaseURLError(
-            f"{masked_text(text)!r} looks like a URL without '//' after its scheme; "
+            f"{shown_url(text)!r} looks like a URL without '//' after its scheme; "
             f"{SQLITE_URL_FORMS} (PostgreSQL: postgresql://user@host/db)"
         )
     if re.match(r"^[\w.-]+:\d+(/|$)", text):
         raise DatabaseURLError(
-            f"{masked_text(text)!r} looks like host:port without a scheme, not a SQLite "
+            f"{shown_url(text)!r} looks like host:port without a scheme, not a SQLite "
             "file: write postgresql://user@host:port/db or mysql://user@host:port/db; "
             f"{SQLITE_URL_FORMS}"
         )
     if "=" in text and any(c.isspace() for c in text):
         raise DatabaseURLError(
-            f"{masked_text(text)!r} looks like a connection string, not a SQLite file: "
+            f"{shown_url(text)!r} looks like a connection string, not a SQLite file: "
             "write a URL (postgresql://user@host:port/db), or a libpq connection string "
             "starting with a keyword (host=db port=5432 dbname=app user=u); for a SQLite "
             f"file whose name holds '=' and spaces, write sqlite:///path; {SQLITE_URL_FORMS}"
@@ -417,7 +415,7 @@ def url_engine(url: str | URL, *, is_async: bool = False, **kwargs: Any) -> Any:
         raise
     except ValueError as e:
         raise DatabaseURLError(
-            f"a value in the database URL cannot be used: {masked_text(str(e))}; "
+            f"a value in the database URL cannot be used: {masked_text(str(e), url)}; "
             "fix it in the URL's query string (numbers for timeouts and ports)."
         ) from e
 

@@ -173,7 +173,7 @@ class Retry:
                 self._attempt,
                 kind,
                 shown_url(self._url),
-                _words(error),
+                _words(error, self._url),
                 pause,
                 remaining,
                 self._timeout,
@@ -192,7 +192,7 @@ class Retry:
         not retried (a typo does not heal)."""
         url = self._url
         server = "; ".join(self.qb.servers(url)) if isinstance(url, URL) else ""
-        cause = _words(error)
+        cause = _words(error, self._url)
         cause += "" if cause.endswith((".", "?", "!")) else "."
         return CheckpointConnectionError(
             f"cannot connect to the database at {shown_url(url)}"
@@ -206,7 +206,7 @@ class Retry:
 
     def _give_up(self, kind: str, error: BaseException, elapsed: float) -> Exception:
         where = shown_url(self._url)
-        cause = _words(error)
+        cause = _words(error, self._url)
         tried = f"{self._attempt} attempts over {elapsed:.1f} s"
         if kind == "read-only":
             return CheckpointReadOnlyError(
@@ -228,8 +228,9 @@ class Retry:
         )
 
 
-def _words(error: BaseException) -> str:
+def _words(error: BaseException, url: Any) -> str:
     """The driver's words about ``error`` (its class and message, not SQLAlchemy's
-    statement and parameters), on one line, URLs' passwords masked."""
+    statement and parameters), on one line, URLs' passwords and the secrets of ``url``
+    (the URL connected to) masked."""
     orig = getattr(error, "orig", None) or error
-    return " ".join(masked_text(f"{type(orig).__name__}: {orig}").split())
+    return " ".join(masked_text(f"{type(orig).__name__}: {orig}", url).split())

@@ -45,6 +45,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import NoReturn
 
 from langgraph.checkpoint.sqlalchemy import __version__
@@ -58,12 +59,24 @@ from langgraph.checkpoint.sqlalchemy.cli.helptext import help_texts
 __all__ = ["build_parser", "main"]
 
 
+#: The arguments :func:`main` is parsing: what a usage error may quote.
+_ARGV: ContextVar[tuple[str, ...]] = ContextVar("lgsa_cli_argv", default=())
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose usage errors show no password: ``threads list URL``
-    (``--url`` forgotten) reports the URL as an unrecognized argument."""
+    (``--url`` forgotten) reports the URL as an unrecognized argument, shown as
+    :func:`.display.shown_url` shows it (a connection string libpq would refuse, not
+    at all)."""
 
     def error(self, message: str) -> NoReturn:
-        super().error(masked_text(message))
+        argv = _ARGV.get()
+        super().error(masked_text(message, *argv, *_option_values(argv), url_from_env()))
+
+
+def _option_values(argv: Sequence[str]) -> list[str]:
+    """The values of the ``--option=value`` arguments of ``argv`` (``--url=...``)."""
+    return [a.partition("=")[2] for a in argv if a.startswith("--") and "=" in a]
 
 
 def _common() -> argparse.ArgumentParser:
@@ -166,7 +179,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupted. Errors are one line on stderr, never a traceback (except for a bug).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    given = _ARGV.set(tuple(argv))
+    try:
+        args = build_parser().parse_args(argv)
+    finally:
+        _ARGV.reset(given)
     handler: Handler = args.handler
     # Every argument may be a URL, even where none is expected (``stamp URL``: a
     # revision that an error quotes): the secrets of all of them are masked.
@@ -174,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         u
         for u in (args.url, getattr(args, "source", None), getattr(args, "target", None), *argv)
         if isinstance(u, str)
-    ]
+    ] + _option_values(argv)
     try:
         code = handler(args)
         sys.stdout.flush()

@@ -37,7 +37,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from langgraph.checkpoint.sqlalchemy import errors
-from langgraph.checkpoint.sqlalchemy._codec.display import masked_text, shown_url
+from langgraph.checkpoint.sqlalchemy._codec.display import NOT_SHOWN, masked_text, shown_url
 from langgraph.checkpoint.sqlalchemy.cli.helptext import (
     DATABASE_ENV,
     FILE_COMPLETION,
@@ -153,12 +153,11 @@ def confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def masked(url: str | URL) -> str:
-    """``url`` as text with its password and secret query parameters (``?password=``)
-    hidden (``***``), even when it does not parse (see :func:`.shown_url`)."""
-    if not isinstance(url, str):
-        return shown_url(url)
-    # text may be a whole message that holds URLs: mask in place, do not parse
-    return masked_text(url)
+    """``url`` (a URL, a libpq connection string or a path the user gave) as text to
+    show: its password and secret query parameters (``?password=``) as ``***``, and
+    nothing of a connection string libpq would not read cleanly (see
+    :func:`.shown_url`)."""
+    return shown_url(url)
 
 
 def sentence(what: object) -> str:
@@ -323,9 +322,11 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
     try:
         return resolve_urls(url)
     except errors.DriverNotInstalledError as e:  # the URL is fine: a package is missing
-        raise CommandError(f"{masked(url)} ({option}): {sentence(e)}", 2) from e
+        raise CommandError(
+            f"{masked(url)} ({option}): {sentence(masked_text(str(e), url))}", 2
+        ) from e
     except (ValueError, ArgumentError) as e:
-        why = sentence(e)
+        why = sentence(masked_text(str(e), url))
         forms = (
             ""
             if "valid forms" in why.lower()
@@ -334,7 +335,9 @@ def resolve(url: str, option: str = "--url") -> EngineURLs:
                 ":memory:, postgresql://USER@HOST/DBNAME, mysql://USER@HOST/DBNAME"
             )
         )
-        raise CommandError(f"bad database URL {masked(url)!r} ({option}): {why}{forms}", 2) from e
+        shown = masked(url)
+        given = f"({option})" if shown == NOT_SHOWN else f"{shown!r} ({option})"
+        raise CommandError(f"bad database URL {given}: {why}{forms}", 2) from e
 
 
 def _database_file(url: str, option: str) -> str | None:
@@ -367,7 +370,7 @@ def require_database(url: str, option: str = "--url") -> None:
             f"langgraph-checkpoint-sqlalchemy upgrade --url {masked(url)}"
         )
         raise CommandError(
-            f"no database at {path} ({option} {masked(url)}): nothing was "
+            f"no database at {masked_text(path, url)} ({option} {masked(url)}): nothing was "
             f"created. Check the path{create}",
             1,
         )
@@ -383,8 +386,11 @@ def require_folder(url: str, option: str = "--url") -> None:
     path = _database_file(url, option)
     if path is not None and not os.path.isdir(os.path.dirname(path)):
         raise CommandError(
-            f"no directory {os.path.dirname(path)} for the SQLite database {path} "
-            f"({option} {masked(url)}): create the directory first",
+            masked_text(
+                f"no directory {os.path.dirname(path)} for the SQLite database {path} "
+                f"({option} {masked(url)}): create the directory first",
+                url,
+            ),
             1,
         )
 

@@ -8,12 +8,11 @@ imported then, not when the parser is built.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.sqlalchemy import errors
-from langgraph.checkpoint.sqlalchemy._codec.display import SECRET_PARAMETERS
+from langgraph.checkpoint.sqlalchemy._codec.display import masked_text
 from langgraph.checkpoint.sqlalchemy.cli.common import CommandError, engine_url, masked, sentence
 
 if TYPE_CHECKING:
@@ -142,33 +141,8 @@ def _typed(e: DBAPIError, url: str | None) -> Exception | None:
     return qb.translate_error(e, sync)
 
 
-_PASSWORD_IN_URL = re.compile(r"(://[^:/?#@\s]*:)[^@/?#\s]*@")
-
-
 def one_line(message: str, urls: Sequence[str]) -> str:
-    """``message`` on one line, with the secrets of each of ``urls`` masked: the password
-    field and the secret query parameters (``?password=``), wherever the message quotes
-    them (an error may show part of a URL, e.g. a URL taken for a revision)."""
-    for url in urls:
-        for secret in _secrets(url):
-            if len(secret) >= 4:
-                # (shorter ones are masked where they appear in a URL, by masked() below)
-                message = message.replace(secret, "***")
-    return " ".join(masked(message).split())
-
-
-def _secrets(url: str) -> list[str]:
-    """The password and secret query parameter values of ``url`` (any text that may be
-    a URL; none when it is not one)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except Exception:
-        match = _PASSWORD_IN_URL.search(url)
-        return [match.group(0)[len(match.group(1)) : -1]] if match else []
-    found = [str(parsed.password)] if parsed.password else []
-    for key, value in parsed.query.items():
-        if key.lower() in SECRET_PARAMETERS:
-            found.extend([value] if isinstance(value, str) else value)
-    return found
+    """``message`` on one line, with the secrets of each of ``urls`` masked wherever the
+    message quotes them, whole or in part (an error may show part of a URL, e.g. a URL
+    taken for a revision): see :func:`.display.masked_text`."""
+    return " ".join(masked_text(message, *urls).split())
