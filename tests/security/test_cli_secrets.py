@@ -10,9 +10,11 @@ password field, as ``?password=`` and as ``?sslpassword=``, in ``--url``, in
 - failing: a server that is down (a closed port on 127.0.0.1), a database that does not
   exist, bad arguments (the URL without ``--url``, a URL without ``//``);
 - succeeding: a real SQLite file and a real PostgreSQL database (MariaDB's root has no
-  password here, so it is tested failing only).
+  password here, so it is tested failing only); on PostgreSQL also as the password of a
+  libpq connection string, with ``PGPASSWORD`` set to it too.
 
-A couple run as real processes too.
+A couple run as real processes too. Every other way to write a password, and the near
+misses, go through every command in ``test_secret_forms.py``.
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ THREAD, IMPORTED = "t0", "imported"
 
 
 def with_secret(url: str, position: str) -> str:
-    """``url`` with :data:`SECRET` as its password field or as the query parameter
-    ``position``."""
+    """``url`` with :data:`SECRET` as its password field, as the query parameter
+    ``position``, or (``conninfo``) as the password of the libpq connection string of
+    the same database, quoted with a space in it."""
     u = make_url(url)
+    if position == "conninfo":
+        return (
+            f"host={u.host} port={u.port} user={u.username} dbname={u.database} "
+            f"password='{SECRET} and more'"
+        )
     u = u.set(password=SECRET) if position == "field" else u.update_query_dict({position: SECRET})
     return u.render_as_string(hide_password=False)
 
@@ -301,9 +309,14 @@ def test_succeeding_commands_show_no_secret(
     files: Files,
     tmp_path: Path,
     cli_run: Callable[[list[str]], tuple[int | str, Leaks]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # SQLite ignores the password field (no server): only the query parameters apply.
-    positions = POSITIONS if backend == "postgres" else POSITIONS[1:]
+    # PostgreSQL (trust authentication here) also takes a libpq connection string, and
+    # libpq reads PGPASSWORD, which is never shown either.
+    positions = (*POSITIONS, "conninfo") if backend == "postgres" else POSITIONS[1:]
+    if backend == "postgres":
+        monkeypatch.setenv("PGPASSWORD", SECRET)
     leaks: Leaks = []
     with fresh_database(backend, tmp_path, prefix="lgsa_clisecret") as plain:
         for position in positions:
