@@ -9,14 +9,16 @@ package's ``__version__``, and runs ``alembic`` with the ini file docs/migration
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import textwrap
 import venv
+import zipfile
 from pathlib import Path
 
 from langgraph.checkpoint.sqlalchemy import migrate
+
+from ..migrations.test_alembic_ini import documented_ini
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,17 +26,6 @@ VERSIONS = (
     "import importlib.metadata as m, langgraph.checkpoint.sqlalchemy as p; "
     "print(p.__version__, m.version('langgraph-checkpoint-sqlalchemy'))"
 )
-
-
-def _documented_ini() -> str:
-    """docs/migrations.md's ``lgsa-alembic.ini``, its ``sqlalchemy.url`` a file beside it."""
-    docs = (REPO / "docs" / "migrations.md").read_text(encoding="utf-8")
-    (block,) = [b.split("```", 1)[0] for b in docs.split("```ini\n")[1:] if "lgsa-alembic" in b]
-    ini, count = re.subn(
-        r"^sqlalchemy\.url = .*$", "sqlalchemy.url = sqlite:///%(here)s/ini.db", block, flags=re.M
-    )
-    assert count == 1, block
-    return ini
 
 
 GRAPH = textwrap.dedent(
@@ -69,6 +60,17 @@ def test_wheel_installs_and_migrates_outside_the_repo(tmp_path: Path) -> None:
         check=True,
     )
     (wheel,) = dist.glob("*.whl")
+    # The scripts once each: from migrations/, not a second time through the package's
+    # link to it (a checkout), every file of the folder.
+    names = zipfile.ZipFile(wheel).namelist()
+    assert len(names) == len(set(names)), "a file is in the wheel twice"
+    inside = "langgraph/checkpoint/sqlalchemy/migrations/"
+    shipped = {n.removeprefix(inside) for n in names if n.startswith(inside)}
+    assert shipped == {
+        p.relative_to(REPO / "migrations").as_posix()
+        for p in (REPO / "migrations").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
@@ -96,7 +98,9 @@ def test_wheel_installs_and_migrates_outside_the_repo(tmp_path: Path) -> None:
     assert package_version == dist_version == wheel.name.split("-")[1]
 
     # The documented ini file: the installed scripts, the database its sqlalchemy.url names.
-    (work / "lgsa-alembic.ini").write_text(_documented_ini(), encoding="utf-8")
+    (work / "lgsa-alembic.ini").write_text(
+        documented_ini("sqlite:///%(here)s/ini.db"), encoding="utf-8"
+    )
     alembic = [str(py), "-m", "alembic", "-c", "lgsa-alembic.ini"]
     subprocess.run([*alembic, "upgrade", "head"], cwd=work, check=True, capture_output=True)
     current = subprocess.run(

@@ -1,17 +1,27 @@
-"""The ``alembic`` tool on an ini file of the user's: which database our ``env.py`` migrates.
+"""The ``alembic`` tool on an ini file of the user's: which database our ``env.py`` migrates,
+and the ini files the documentation shows.
 
 Order (docs/migrations.md): a connection handed by ``setup()`` or the command line; ``-x
 url=...``; the ini file's ``sqlalchemy.url`` (unless empty or ``alembic init``'s
 placeholder); ``LANGGRAPH_CHECKPOINT_URL``; ``sqlite:///checkpoints.sqlite`` in the
 working directory. Every test runs the real ``alembic`` command in a subprocess, in a
 working directory of its own, and checks that the default file was not created there.
+
+The ini file of docs/migrations.md (read from the page) runs on the install the tests run
+on, an editable one (``pip install -e .``: the package's ``migrations`` is a link to the
+repository's folder); ``tests/meta/test_wheel.py`` runs it on a built wheel; the
+repository's own ``alembic.ini`` runs at the root of the checkout.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
+import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +60,7 @@ def _alembic(ini: Path, *args: str, cwd: Path, env_url: str | None = None) -> An
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     return done
 
 
@@ -131,9 +141,63 @@ def test_without_any_url_the_default_file_in_the_working_directory(
     assert _revision(cwd / "checkpoints.sqlite") == HEAD
 
 
-# -- the user's own Alembic environment: the hooks docs/migrations.md shows ---------------
+# -- the ini file docs/migrations.md shows, on every kind of install ----------------------
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "migrations.md"
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs" / "migrations.md"
+
+
+def documented_ini(url: str) -> str:
+    """docs/migrations.md's ``lgsa-alembic.ini`` as the page shows it, its
+    ``sqlalchemy.url`` set to ``url`` (also used by ``tests/meta/test_wheel.py``)."""
+    text = DOCS.read_text(encoding="utf-8")
+    (block,) = [b.split("```", 1)[0] for b in text.split("```ini\n")[1:] if "lgsa-alembic" in b]
+    ini, count = re.subn(
+        r"^sqlalchemy\.url = .*$", lambda _: f"sqlalchemy.url = {url}", block, flags=re.M
+    )
+    assert count == 1, block
+    return ini
+
+
+def _editable() -> bool:
+    """Whether this package is an editable install (``pip install -e .``)."""
+    direct = importlib.metadata.distribution("langgraph-checkpoint-sqlalchemy").read_text(
+        "direct_url.json"
+    )
+    return bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
+
+
+def test_the_documented_ini_on_this_install(tmp_path: Path, cwd: Path) -> None:
+    """The ini file of docs/migrations.md (``script_location =
+    langgraph.checkpoint.sqlalchemy:migrations``) run by ``alembic`` on the install the
+    tests run on: the editable one docs/development.md prescribes, where the package's
+    ``migrations`` is the repository's folder through a link (tests/meta/test_wheel.py
+    runs it on a wheel)."""
+    ini = tmp_path / "lgsa-alembic.ini"
+    ini.write_text(documented_ini("sqlite:///%(here)s/doc.sqlite"), encoding="utf-8")
+    _alembic(ini, "upgrade", "head", cwd=cwd)
+    assert _revision(tmp_path / "doc.sqlite") == HEAD
+    assert HEAD in _alembic(ini, "current", cwd=cwd).stdout
+    scripts = resources.files("langgraph.checkpoint.sqlalchemy") / "migrations"
+    assert Path(str(scripts)).resolve() == Path(migrate.script_location()).resolve()
+    if _editable():  # one source of truth: the repository's migrations/, not a copy
+        assert Path(str(scripts)).resolve() == REPO / "migrations"
+
+
+def test_the_repository_alembic_ini(tmp_path: Path) -> None:
+    """``alembic upgrade head`` at the root of a checkout, with its own alembic.ini (the
+    URL from ``LANGGRAPH_CHECKPOINT_URL``)."""
+    database = tmp_path / "repo.sqlite"
+    ini = REPO / "alembic.ini"
+    before = set(REPO.iterdir())
+    _alembic(ini, "upgrade", "head", cwd=REPO, env_url=f"sqlite:///{database}")
+    assert _revision(database) == HEAD
+    current = _alembic(ini, "current", cwd=REPO, env_url=f"sqlite:///{database}")
+    assert HEAD in current.stdout
+    assert set(REPO.iterdir()) == before  # nothing made in the checkout
+
+
+# -- the user's own Alembic environment: the hooks docs/migrations.md shows ---------------
 
 
 def _documented_hooks() -> dict[str, Any]:
