@@ -185,7 +185,7 @@ def _resolve(url_or_path: str | URL) -> EngineURLs:
                     f"cannot parse the database URL {scheme}://***: its port is not a "
                     "number. If the user name or password holds '@', ':' or '/', URL-encode "
                     "it (urllib.parse.quote(password, safe=''), '@' as %40), or build the URL "
-                    "with sqlalchemy.URL.create(..., password=password)."
+                    "with sqlalchemy.URL.create(), which takes the password as it is."
                 ) from None
     else:
         url = url_or_path
@@ -293,7 +293,7 @@ def _check_userinfo(url: URL) -> None:
         "user name) holds an '@' that is not URL-encoded, so the text after the first "
         "'@' would be taken as the host. Write '@' as %40 in the password (encode it "
         "with urllib.parse.quote(password, safe='')), or build the URL with "
-        "sqlalchemy.URL.create(..., password=password)."
+        "sqlalchemy.URL.create(), which takes the password as it is."
     )
 
 
