@@ -17,6 +17,8 @@ Two doors, for two kinds of text:
   whatever still looks like a secret is masked: a URL's user information, secret query
   parameters, and libpq ``keyword=value`` pairs whose keyword looks secret
   (:func:`is_secret_name`, ``PASSWORD = x``, ``pasword``, ``sslpassword``), quoted or not.
+  By shape alone (a message whose input is not handed over) a value written with spaces
+  and no quotes is masked only up to its first space: callers hand over their inputs.
 
 SQLAlchemy's ``render_as_string(hide_password=True)`` hides the password field only: a
 password given as a query parameter would be printed as is.
