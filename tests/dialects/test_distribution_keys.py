@@ -28,6 +28,7 @@ one thread only. This file keeps that rule.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,13 +305,19 @@ class _Dispatch:
     after_cursor_execute = ()
 
 
+class _Engine:
+    # What the cursor layer reads of ``Connection.engine``: its SQL log (off here; either
+    # answer sends every statement through execute, as the listener above does).
+    logger = logging.getLogger("tests.dialects.recorder")
+
+
 class Recorder:
     """Stands for a Connection: keeps every construct executed, answers SELECTs of the
     checkpoints table with one checkpoint row of thread ``t1`` (so that reads go on to
     their blob and write lookups), anything else with no rows."""
 
     dispatch = _Dispatch()
-    _echo = False  # SQL logging off, as a Connection says
+    engine = _Engine()
 
     def __init__(self, dialect: Dialect, checkpoint_row: Any) -> None:
         self.dialect = dialect
