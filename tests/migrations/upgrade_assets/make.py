@@ -58,6 +58,7 @@ ERAS = {
     "0010_thread_index": "57fed50",
     "0011_store_vector_column": "254e841",
     "0012_store_namespace_index": "47063f2",
+    "0013_store_expiry_partial_index": "dcd4289",
 }
 DIALECTS = ("sqlite", "postgresql", "mariadb")
 

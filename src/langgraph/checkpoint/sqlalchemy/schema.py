@@ -19,7 +19,10 @@ application's own tables in one database:
   table.
 * ``lgsa_checkpoint_blobs``: the larger channel values, keyed by ``(thread_id,
   checkpoint_ns, channel, version)``. A channel whose version did not change between two
-  checkpoints is stored once and referenced by both.
+  checkpoints is stored once and referenced by both. A version whose bytes extend those
+  of an earlier version of the channel (a list that grew at its end) is stored as a
+  *piece*: the appended bytes and a reference to that version (``base_version``,
+  ``chain``, ``size``; see ``_codec/pieces.py``).
 * ``lgsa_checkpoint_writes``: pending writes of tasks, keyed by ``(thread_id,
   checkpoint_ns, checkpoint_id, task_id, idx)``. There is no foreign key to the checkpoints
   table: LangGraph may store writes before the checkpoint they belong to.
@@ -502,9 +505,16 @@ blobs = Table(
     _key("version", ID_MAX_LENGTH),
     Column("type", String(64), nullable=False),
     Column("blob", BINARY, nullable=True),
+    # Pieces (0014, _codec/pieces.py): the version a piece extends (NULL: whole), the whole
+    # value's version its chain rests on (NULL before 0014), the length of the value.
+    Column("base_version", KeyText(ID_MAX_LENGTH), nullable=True),
+    Column("chain", KeyText(ID_MAX_LENGTH), nullable=True),
+    Column("size", BigInteger, nullable=True),
     PrimaryKeyConstraint(
         "thread_id", "checkpoint_ns", "channel", "version", name="pk_lgsa_checkpoint_blobs"
     ),
+    # The rows of one chain: a read fetches a value's pieces with one condition.
+    Index("ix_lgsa_checkpoint_blobs_chain", "thread_id", "checkpoint_ns", "channel", "chain"),
     **MYSQL_TABLE_OPTIONS,
 )
 
