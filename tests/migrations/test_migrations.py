@@ -24,7 +24,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError as AlembicCommandError
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from sqlalchemy import (
     Column,
@@ -1017,3 +1017,46 @@ def test_0002_downgrade_moves_inline_values_to_the_blobs_table(target: Target) -
 
 def _reflected_blobs(conn: Connection, target: Target) -> Table:
     return Table("lgsa_checkpoint_blobs", MetaData(), autoload_with=conn, schema=target.schema)
+
+
+def test_0014_downgrade_stores_pieces_whole(target: Target) -> None:
+    """Below 0014 every blob row is a whole value: the downgrade rebuilds each piece in
+    place, so the earlier revision's readers (which know no pieces) read every version
+    as it was stored, and a database upgraded again reads them too."""
+    _migrate(target, "up", "head")
+    serde = JsonPlusSerializer()
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    config = _checkpoint_config("t")
+    wanted: dict[str, list[str]] = {}
+    try:
+        checkpoint = empty_checkpoint()
+        for n in range(1, 60):  # a list grown at each put: stored as pieces
+            version = saver.get_next_version(checkpoint["channel_versions"].get("log"), None)
+            checkpoint = create_checkpoint(checkpoint, None, n)
+            checkpoint["channel_values"] = {"log": [f"{i} " + "x" * 400 for i in range(n)]}
+            checkpoint["channel_versions"] = {"log": version}
+            config = saver.put(config, checkpoint, {}, {"log": version})
+            wanted[version] = checkpoint["channel_values"]["log"]
+        assert saver.get_tuple(config) is not None
+    finally:
+        saver.close()
+    with target.connect() as conn:
+        blobs = _reflected_blobs(conn, target)
+        pieces = select(sa.func.count()).where(blobs.c.base_version.is_not(None))
+        assert conn.execute(pieces).scalar()
+    _migrate(target, "down", "0013_store_expiry_partial_index")
+    with target.connect() as conn:
+        blobs = _reflected_blobs(conn, target)
+        assert "base_version" not in blobs.c
+        stored = {
+            (bytes(v).decode() if isinstance(v, bytes) else v): serde.loads_typed((t, bytes(b)))
+            for v, t, b in conn.execute(select(blobs.c.version, blobs.c.type, blobs.c.blob))
+        }
+    assert stored == {v: wanted[v] for v in stored} and len(stored) >= 15  # 1-40: inline
+    _migrate(target, "up", "head")
+    saver = SQLAlchemySaver.from_conn_string(target.url, schema=target.schema)
+    try:
+        got = saver.get_tuple(config)
+    finally:
+        saver.close()
+    assert got is not None and got.checkpoint["channel_values"]["log"] == wanted[version]

@@ -253,7 +253,10 @@ class OperatorMethods:
 
         Returns:
             ``{table name: {"rows": int, "bytes": int}}``; exact bytes are the lengths of
-            the serialised columns, not the database's page usage.
+            the serialised columns, not the database's page usage. Exact figures of
+            ``lgsa_checkpoint_blobs`` also hold ``"value_bytes"``: the bytes of the values
+            its rows stand for, where ``"bytes"`` counts a value stored as a piece (the
+            bytes a version appended to an earlier one) by the piece's length.
         """
         return self._runner.drive(self._plans.storage_stats(thread_id, estimate))
 

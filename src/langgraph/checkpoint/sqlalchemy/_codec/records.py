@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec.damage import row_damage
+from langgraph.checkpoint.sqlalchemy._codec.pieces import StoredValue
+from langgraph.checkpoint.sqlalchemy._codec.valuecache import Entry
 from langgraph.checkpoint.sqlalchemy.schema import full_name
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "CheckpointKey",
     "CheckpointRecord",
     "CheckpointRows",
+    "Pending",
     "PendingWrite",
 ]
 
@@ -30,6 +33,9 @@ CheckpointKey = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, checkpoint_id)``."""
 BlobKey = tuple[str, str, str, str]
 """``(thread_id, checkpoint_ns, channel, version)``."""
+Pending = tuple[tuple[str, str, str], Entry, str]
+"""What the value cache learns when a put commits: ``(thread_id, checkpoint_ns,
+channel)``, the cache entry of the value it stored, and the ``chain`` of its row."""
 
 
 @dataclass
@@ -62,6 +68,19 @@ class CheckpointRecord:
     incomplete: bool = False
     """A channel's blob was not found: deleted between two statements of a read outside
     a transaction (a concurrent prune), or missing from the database."""
+    stored: dict[str, StoredValue] = field(default_factory=dict)
+    """The values found in the blobs table, by channel, with where they are stored (what
+    the codec's value cache learns from a read)."""
+
+    def take(self, channel: str, value: StoredValue) -> None:
+        """Add the value of ``channel`` read from the blobs table; one that cannot be
+        rebuilt marks the record damaged (:attr:`damaged`), naming the channel."""
+        if value.error is not None:
+            if self.damaged is None:
+                self.damaged = (f"channel {channel}", value.error)
+            return
+        self.values[channel] = (value.type, value.blob)
+        self.stored[channel] = value
 
     @property
     def thread_id(self) -> str:
@@ -99,12 +118,15 @@ class CheckpointRows(NamedTuple):
             empty for ``put``.
         metadata_rows: Rows of the metadata index (:mod:`._ops.metaindex`), where the
             dialect keeps one.
+        learnt: What the codec's value cache learns once the rows are committed
+            (:meth:`.Codec.stored`).
     """
 
     checkpoint: dict[str, Any]
     blobs: Sequence[dict[str, Any]]
     writes: Sequence[dict[str, Any]] = ()
     metadata_rows: Sequence[dict[str, Any]] = ()
+    learnt: Sequence[Pending] = ()
 
 
 @dataclass

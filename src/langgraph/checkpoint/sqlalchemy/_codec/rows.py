@@ -33,6 +33,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec import opaque as _opaque
+from langgraph.checkpoint.sqlalchemy._codec import pieces as _pieces
 from langgraph.checkpoint.sqlalchemy._codec import strict as _strict
 from langgraph.checkpoint.sqlalchemy._codec.canonical import TooDeepError, canonical_json
 from langgraph.checkpoint.sqlalchemy._codec.configs import (
@@ -51,9 +52,10 @@ from langgraph.checkpoint.sqlalchemy._codec.records import (
     ChannelHistory,
     CheckpointRecord,
     CheckpointRows,
+    Pending,
     PendingWrite,
 )
-from langgraph.checkpoint.sqlalchemy._codec.valuecache import ValueCache
+from langgraph.checkpoint.sqlalchemy._codec.valuecache import Entry, ValueCache
 from langgraph.checkpoint.sqlalchemy.errors import (
     CheckpointConfigError,
     CheckpointDecodeError,
@@ -147,6 +149,9 @@ class Codec:
         # Where the dialect keeps index rows: the keys put writes them for.
         self._row_keys = self.index_keys if metadata_index_rows else ()
         self.values = ValueCache()
+        #: Store a new value that extends the channel's stored one as a piece
+        #: (:mod:`._codec.pieces`); off, every value is stored whole.
+        self.pieces = True
 
     @property
     def serde(self) -> SerializerProtocol:
@@ -347,7 +352,7 @@ class Codec:
         meta = _metadata_json(config, metadata, self.config_metadata)
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions", {})
-        inline, blob_rows = self._place_values(
+        inline, blob_rows, learnt = self._place_values(
             thread_id, checkpoint_ns, values, versions, new_versions
         )
         type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
@@ -368,7 +373,7 @@ class Codec:
             "inline_values": _inline.pack(inline),
         }
         indexed = index_rows(checkpoint_row, self._row_keys) if self._row_keys else ()
-        rows = CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed)
+        rows = CheckpointRows(checkpoint_row, blob_rows, metadata_rows=indexed, learnt=learnt)
         return rows, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _place_values(
@@ -378,12 +383,17 @@ class Codec:
         values: Mapping[str, Any],
         versions: ChannelVersions,
         new_versions: ChannelVersions,
-    ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]]]:
-        """Serialise the channel values: ``(inline values, blob rows)`` (see
-        :mod:`._codec.inline` for which goes where). An unchanged value serialised by an
-        earlier put is not serialised again (:mod:`._codec.valuecache`)."""
+    ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]], list[Pending]]:
+        """Serialise the channel values: ``(inline values, blob rows, what the value
+        cache learns once the put commits)`` (see :mod:`._codec.inline` for which goes
+        where, :mod:`._codec.pieces` for when a blob row is a piece).
+
+        A value known to be in the blobs table at its version is not serialised again
+        when it did not change, and an unchanged value serialised by an earlier put is
+        not serialised again (:mod:`._codec.valuecache`)."""
         blob_rows = []
         inline: list[_inline.InlineValue] = []
+        learnt: list[Pending] = []
         budget = _inline.INLINE_BUDGET
         cache = self.values
         for channel, value in values.items():
@@ -391,32 +401,90 @@ class Codec:
                 continue  # no version: nothing can reference the value
             check_stored_channel(channel)
             key = (thread_id, checkpoint_ns, channel)
-            version = versions[channel]
+            version = str(versions[channel])
+            changed = channel in new_versions
+            if not changed and cache.in_blobs(key, version):
+                continue  # in the blobs table at this version: referenced by it
             hit = cache.get(key, version, value)
             if hit is None:
                 type_, blob = self.serde.dumps_typed(value)
-                cache.keep(key, version, value, type_, blob)
             else:
                 type_, blob = hit
             size = len(blob) if blob is not None else 0
             if size <= self.inline_limit and size <= budget:
                 inline.append((channel, type_, blob))
                 budget -= size
-            elif channel in new_versions or size <= _inline.INLINE_VALUE_LIMIT:
+                if hit is None and blob is not None:
+                    cache.keep(key, Entry(version, value, type_, blob))
+            elif changed or size <= _inline.INLINE_VALUE_LIMIT:
                 # New, or small enough to have been inline in the parent (under any
-                # inline_limit) but not here: into the blobs table, first-write-wins.
-                blob_rows.append(
-                    {
-                        "thread_id": thread_id,
-                        "checkpoint_ns": checkpoint_ns,
-                        "channel": channel,
-                        "version": str(new_versions.get(channel, versions[channel])),
-                        "type": type_,
-                        "blob": blob,
-                    }
-                )
+                # inline_limit) but not here: into the blobs table, first-write-wins;
+                # a new value that extends the channel's stored one as a piece.
+                stored_as = str(new_versions.get(channel, version))
+                row, entry = self._blob_row(key, stored_as, value, type_, blob, changed)
+                blob_rows.append(row)
+                cache.keep(key, entry)
+                learnt.append((key, entry, row["chain"]))
             # else: unchanged and large, so stored in the blobs table when it was new.
-        return inline, blob_rows
+        return inline, blob_rows, learnt
+
+    def _blob_row(
+        self,
+        key: tuple[str, str, str],
+        version: str,
+        value: Any,
+        type_: str,
+        blob: bytes | None,
+        changed: bool,
+    ) -> tuple[dict[str, Any], Entry]:
+        """The blobs-table row of a value: a piece of the channel's value known to be
+        stored (:meth:`.ValueCache.base`) when it extends it and the chain's schedule
+        allows (:func:`._codec.pieces.next_piece`), else whole; and its cache entry."""
+        data = blob if blob is not None else b""
+        row = {
+            "thread_id": key[0],
+            "checkpoint_ns": key[1],
+            "channel": key[2],
+            "version": version,
+            "type": type_,
+            "blob": blob,
+            "base_version": None,
+            "chain": version,
+            "size": len(data),
+        }
+        base = self.values.base(key) if changed and self.pieces else None
+        if base is not None and base.type == type_ and str(base.version) != version:
+            piece = _pieces.next_piece(base.blob, base.whole_size, base.appended, data)
+            if piece is not None:
+                row.update(blob=piece[0], base_version=str(base.version), chain=base.chain)
+                return row, Entry(version, value, type_, data, None, base.whole_size, piece[1])
+        return row, Entry(version, value, type_, data, None, len(data), 0)
+
+    def stored(self, learnt: Sequence[Pending]) -> None:
+        """Record in the value cache that the put that made ``learnt`` committed: its
+        values are in the blobs table, and may be extended."""
+        for key, entry, chain in learnt:
+            self.values.committed(key, entry, chain)
+
+    def remember(self, rec: CheckpointRecord, values: Mapping[str, Any]) -> None:
+        """Record in the value cache the values a read found in the blobs table
+        (``rec.stored``) and decoded (``values``): unchanged, they are not serialised
+        again; grown, they may be extended."""
+        thread_id, checkpoint_ns = rec.thread_id, rec.checkpoint_ns
+        for channel, found in rec.stored.items():
+            version = rec.versions.get(channel)
+            if version is None or found.blob is None or channel not in values:
+                continue
+            entry = Entry(
+                version,
+                values[channel],
+                found.type,
+                found.blob,
+                found.chain,
+                found.whole_size,
+                found.appended,
+            )
+            self.values.keep((thread_id, checkpoint_ns, channel), entry)
 
     def write_rows(
         self,

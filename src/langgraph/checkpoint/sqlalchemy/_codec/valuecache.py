@@ -11,6 +11,11 @@ carries the same version and the same object. The object is compared by identity
 value restored from the database (a new run, a fork from an older checkpoint) is a new
 object and is serialised again, whatever its version says.
 
+It also knows where the latest value of each channel is stored: a value known to be in
+the blobs table (the put that stored it committed, or a read found it there) is not
+serialised again while its version does not change, and its bytes are what a new version
+is checked against to be stored as a piece of it (:mod:`._codec.pieces`).
+
 Bounded by bytes (:data:`MAX_BYTES`), least recently stored first out. Thread-safe.
 """
 
@@ -22,6 +27,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+__all__ = ["MAX_BYTES", "MIN_BYTES", "Entry", "Key", "ValueCache"]
+
 #: Most bytes of serialised values kept per saver.
 MAX_BYTES = 32 * 1024 * 1024
 #: Values smaller than this are serialised again rather than kept (cheaper than the
@@ -30,13 +37,48 @@ MIN_BYTES = 256
 
 Key = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, channel)``."""
-_Entry = tuple[Any, Any, str, bytes]
-"""``(version, value, type, bytes)``."""
+
+
+class Entry:
+    """What the cache knows of the value of a channel at one version.
+
+    Attributes:
+        version: The channel version.
+        value: The object the bytes were serialised from or decoded into.
+        type: The serializer's type of the value.
+        blob: The value's bytes, as ``serde.dumps_typed`` returned them.
+        chain: Where the value is in the blobs table, committed: the ``chain`` of its
+            row (:mod:`._codec.pieces`); None when it is not known to be there (inline,
+            not yet committed, or a row written before pieces existed).
+        whole_size: The size of the whole value its chain rests on.
+        appended: Bytes of the pieces from that whole value to this one.
+    """
+
+    __slots__ = ("appended", "blob", "chain", "type", "value", "version", "whole_size")
+
+    def __init__(
+        self,
+        version: Any,
+        value: Any,
+        type_: str,
+        blob: bytes,
+        chain: str | None = None,
+        whole_size: int = 0,
+        appended: int = 0,
+    ) -> None:
+        self.version = version
+        self.value = value
+        self.type = type_
+        self.blob = blob
+        self.chain = chain
+        self.whole_size = whole_size
+        self.appended = appended
 
 
 class ValueCache:
-    """Serialised channel values by ``(thread_id, checkpoint_ns, channel)``, valid for one
-    version and one object (see the module docstring).
+    """Serialised channel values by ``(thread_id, checkpoint_ns, channel)``, the latest
+    version stored or read of each, valid for one version and one object (see the
+    module docstring).
 
     Args:
         max_bytes: Most bytes of serialised values kept; 0 keeps none.
@@ -44,7 +86,7 @@ class ValueCache:
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Key, _Entry] = OrderedDict()
+        self._entries: OrderedDict[Key, Entry] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         _CACHES.add(self)
@@ -53,27 +95,53 @@ class ValueCache:
         """``(type, bytes)`` of ``value`` at ``version`` if this cache serialised it, else
         None."""
         entry = self._entries.get(key)
-        if entry is not None and entry[1] is value and entry[0] == version:
-            return entry[2], entry[3]
+        if entry is not None and entry.value is value and entry.version == version:
+            return entry.type, entry.blob
         return None
 
-    def keep(self, key: Key, version: Any, value: Any, type_: str, blob: bytes | None) -> None:
-        """Remember the bytes of ``value`` at ``version`` (unless too small or too large
-        to be worth it)."""
-        if blob is None or not MIN_BYTES <= len(blob) <= self.max_bytes // 4:
+    def in_blobs(self, key: Key, version: Any) -> bool:
+        """Whether the value of ``key`` at ``version`` is known to be in the blobs table
+        (committed): a checkpoint that keeps it unchanged references it by version,
+        without serialising it again."""
+        entry = self._entries.get(key)
+        return entry is not None and entry.chain is not None and entry.version == version
+
+    def base(self, key: Key) -> Entry | None:
+        """The latest value of ``key`` known to be in the blobs table (committed), which
+        a new version may be stored as a piece of; None if there is none."""
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.chain is not None else None
+
+    def keep(self, key: Key, entry: Entry) -> None:
+        """Remember ``entry`` as the latest value of ``key`` (unless too small or too
+        large to be worth it)."""
+        if not MIN_BYTES <= len(entry.blob) <= self.max_bytes // 4:
             return
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= len(old[3])
-            self._entries[key] = (version, value, type_, blob)
-            self._bytes += len(blob)
+                self._bytes -= len(old.blob)
+            self._entries[key] = entry
+            self._bytes += len(entry.blob)
             while self._bytes > self.max_bytes:
                 _, dropped = self._entries.popitem(last=False)
-                self._bytes -= len(dropped[3])
+                self._bytes -= len(dropped.blob)
+
+    def committed(self, key: Key, entry: Entry, chain: str) -> None:
+        """Record that ``entry`` (kept by :meth:`keep` before its put ran) is now in the
+        blobs table, in ``chain``: called after the put committed."""
+        if self._entries.get(key) is entry:
+            entry.chain = chain
+
+    def forget(self, thread_id: str) -> None:
+        """Forget the values of ``thread_id`` (its rows were deleted or pruned: none may
+        be extended any more)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == thread_id]:
+                self._bytes -= len(self._entries.pop(key).blob)
 
     def clear(self) -> None:
-        """Forget everything (the saver closed, or a thread was deleted)."""
+        """Forget everything (the saver closed)."""
         with self._lock:
             self._entries.clear()
             self._bytes = 0

@@ -258,9 +258,16 @@ def storage_stats(
             return known
     out: dict[str, dict[str, int]] = {}
     for table, size in sizes.items():
-        stmt = select(func.count(), func.coalesce(func.sum(size), 0)).select_from(table)
+        # The blobs table: also the bytes of the values its rows stand for (a piece's
+        # row holds what its version appended; ``size`` is the whole value's length).
+        logical = (func.coalesce(blobs.c.size, size),) if table is blobs else ()
+        stmt = select(
+            func.count(), *(func.coalesce(func.sum(s), 0) for s in (size, *logical))
+        ).select_from(table)
         if thread_id is not None:
             stmt = stmt.where(table.c.thread_id == thread_id)
-        n, total = conn.execute(stmt).one()
+        n, total, *values = conn.execute(stmt).one()
         out[table.name] = {"rows": int(n), "bytes": int(total)}
+        if values:
+            out[table.name]["value_bytes"] = int(values[0])
     return out

@@ -19,7 +19,9 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.checkpoint.sqlalchemy._codec import pieces as _pieces
 from langgraph.checkpoint.sqlalchemy._codec.batching import by_bytes
+from langgraph.checkpoint.sqlalchemy._codec.pieces import StoredRow, StoredValue
 from langgraph.checkpoint.sqlalchemy._codec.records import (
     BlobKey,
     CheckpointKey,
@@ -38,7 +40,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     read_json,
     writes,
 )
-from sqlalchemy import Connection, Select, bindparam, delete, select
+from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select
 
 CHECKPOINT_COLUMNS = (
     checkpoints.c.thread_id,
@@ -65,6 +67,12 @@ _WRITE_COLUMNS = (
     writes.c.type,
     writes.c.blob,
 )
+
+
+#: Rounds of reads of bases outside a value's chain (see :meth:`Statements.values_in`).
+_BASE_ROUNDS = 4
+#: The columns of a blobs-table row a value read returns after the key asked for.
+_PIECE_COLUMNS = ("version", "type", "blob", "base_version", "chain", "size")
 
 
 class Statements:
@@ -107,12 +115,6 @@ class Statements:
         self.latest = _with_writes(latest)
         self.by_id = _with_writes(by_id)
         self.newest_id = qb.newest_first(select(checkpoints.c.checkpoint_id), checkpoints)
-        self._blob_columns = (
-            blobs.c.thread_id,
-            blobs.c.checkpoint_ns,
-            blobs.c.channel,
-            blobs.c.version,
-        )
         self._write_key = (writes.c.thread_id, writes.c.checkpoint_ns, writes.c.checkpoint_id)
         # Statements per number of keys, built once (the dict holds at most
         # qb.in_list_chunk entries each).
@@ -177,18 +179,57 @@ class Statements:
         ``put_writes_replace``) for ``rows`` (:func:`._engine.cursor.insert_rows`)."""
         cursor.insert_rows(conn, getattr(self, name), rows, self.key(conn), self._many)
 
-    def blobs_in(self, conn: Connection, keys: Sequence[BlobKey]) -> Any:
-        """Rows of the blobs of these ``(thread_id, checkpoint_ns, channel, version)``
-        keys (at most ``qb.in_list_chunk``). Thread and namespace as read from a key
-        column (:class:`.schema.StoredKey`), not names: PostgreSQL binds them as text
-        arrays, which :class:`.schema.NameKey` does not map."""
+    def values_in(
+        self, conn: Connection, keys: Sequence[BlobKey], *, _depth: int = 0
+    ) -> dict[BlobKey, StoredValue]:
+        """The values stored in the blobs table under these ``(thread_id, checkpoint_ns,
+        channel, version)`` keys (at most ``qb.in_list_chunk``), each rebuilt from its
+        pieces (:func:`._codec.pieces.assemble`): one statement reads the rows of the
+        keys and, for a piece, the rows of its chain. Thread and namespace as read from
+        a key column (:class:`.schema.StoredKey`), not names: PostgreSQL binds them as
+        text arrays, which :class:`.schema.NameKey` does not map.
+
+        Returns:
+            The found keys (a key with no row is left out), each a :class:`StoredValue`
+            whose ``error`` says why a piece cannot be rebuilt (a damaged row).
+        """
         stmt = self._blobs_in.get(len(keys))
         if stmt is None:
-            stmt = select(*self._blob_columns, blobs.c.type, blobs.c.blob).where(
-                self.qb.keys_in(self._blob_columns, len(keys))
+            t, p = blobs.alias("lgsa_t"), blobs.alias("lgsa_p")
+            on = and_(
+                p.c.thread_id == t.c.thread_id,
+                p.c.checkpoint_ns == t.c.checkpoint_ns,
+                p.c.channel == t.c.channel,
+                or_(
+                    p.c.version == t.c.version,
+                    and_(t.c.base_version.is_not(None), p.c.chain == t.c.chain),
+                ),
+            )
+            target = (t.c.thread_id, t.c.checkpoint_ns, t.c.channel, t.c.version)
+            stmt = (
+                select(*target, *(p.c[name] for name in _PIECE_COLUMNS))
+                .select_from(t.join(p, on))
+                .where(self.qb.keys_in(target, len(keys)))
             )
             self._blobs_in[len(keys)] = stmt
-        return cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+        rows: dict[tuple[str, str, str], dict[str, StoredRow]] = {}
+        chains: dict[BlobKey, str | None] = {}
+        found = cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+        asked = _pieces.collect(found, rows, chains)
+        values = {key: _pieces.value_of(rows, chains, key) for key in asked}
+        missing = {(k[0], k[1], k[2], v.missing) for k, v in values.items() if v.missing}
+        if missing and _depth < _BASE_ROUNDS:
+            # A base outside the chain read (its row was stored first by another
+            # writer, in a chain of its own): read it by its key, rebuilt, as a whole.
+            bases = self.values_in(conn, sorted(missing), _depth=_depth + 1)
+            for base_key, base in bases.items():
+                if base.error is None:
+                    whole = StoredRow(base.type, base.blob, None, len(base.blob or b""))
+                    rows[base_key[:3]][base_key[3]] = whole
+            for key, value in values.items():
+                if value.missing:
+                    values[key] = _pieces.value_of(rows, chains, key)
+        return values
 
     def writes_in(self, conn: Connection, keys: Sequence[CheckpointKey]) -> Any:
         """Rows of the writes of these ``(thread_id, checkpoint_ns, checkpoint_id)``
@@ -390,8 +431,8 @@ def get_checkpoint(
         if ch not in record.values
     ]
     for chunk in chunks(keys, st.qb.in_list_chunk):
-        for _t, _ns, channel, _v, type_, blob in st.blobs_in(conn, chunk):
-            record.values[channel] = (type_, blob)
+        for key, value in st.values_in(conn, chunk).items():
+            record.take(key[2], value)
     record.incomplete = any(k[2] not in record.values for k in keys)
     return record
 

@@ -27,14 +27,16 @@ from typing import Any
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec.damage import checked_versions
 from langgraph.checkpoint.sqlalchemy._codec.records import ChannelHistory
-from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements
+from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements, chunks
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointDecodeError, CheckpointHistoryError
 from langgraph.checkpoint.sqlalchemy.schema import (
     ID_MAX_LENGTH,
     KeyText,
+    StoredKey,
     Undecodable,
     blobs,
     checkpoints,
+    name_key,
     read_json,
     writes,
 )
@@ -285,6 +287,20 @@ def fetch(
                 )
     for ch, value in inline_seeds.items():
         result[ch].seed = value
+    # A seed stored as a piece (:mod:`._codec.pieces`) is not read by the branches
+    # above: read rebuilt.
+    pieced = [
+        (StoredKey(name_key(thread_id)), StoredKey(name_key(checkpoint_ns)), ch, seed[1])
+        for ch, _ids, seed in branches
+        if seed is not None and result[ch].seed is None
+    ]
+    for chunk in chunks(pieced, st.qb.in_list_chunk):
+        for key, found in st.values_in(conn, chunk).items():
+            if found.error is not None:
+                raise CheckpointDecodeError(
+                    thread_id, checkpoint_ns, seed_ids[key[2]], f"channel {key[2]}", found.error
+                )
+            result[key[2]].seed = (found.type, found.blob)
     for ch, seed_id in seed_ids.items():
         result[ch].seed_id = seed_id
     return result
@@ -329,6 +345,7 @@ def _statements(
                 *_in_namespace(blobs, thread_id, checkpoint_ns),
                 blobs.c.channel == ch,
                 blobs.c.version == seed_version,
+                blobs.c.base_version.is_(None),  # a piece is read rebuilt, after
             )
             # The value is in the seed checkpoint's row or in the blobs table.
             inline_row = _seed_branch(

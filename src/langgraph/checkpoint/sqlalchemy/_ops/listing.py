@@ -20,6 +20,7 @@ from langgraph.checkpoint.sqlalchemy._codec.canonical import (
 )
 from langgraph.checkpoint.sqlalchemy._codec.configs import configurable, namespace, text_id
 from langgraph.checkpoint.sqlalchemy._codec.metakeys import COLUMN_KEYS
+from langgraph.checkpoint.sqlalchemy._codec.pieces import StoredValue
 from langgraph.checkpoint.sqlalchemy._codec.records import BlobKey, CheckpointKey, CheckpointRecord
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import CHECKPOINT_COLUMNS, Statements, chunks
 from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
@@ -276,17 +277,16 @@ def list_page(
         for ch, v in r.versions.items():  # checked; empty for a damaged row
             if ch not in r.values:
                 blob_keys[(r.row.thread_id, r.row.checkpoint_ns, ch, v)] = None
-    found: dict[BlobKey, tuple[str, bytes | None]] = {}
+    found: dict[BlobKey, StoredValue] = {}
     for chunk in chunks(list(blob_keys), st.qb.in_list_chunk):
-        for t, ns, ch, v, type_, blob in st.blobs_in(conn, chunk):
-            found[(t, ns, ch, v)] = (type_, blob)
+        found.update(st.values_in(conn, chunk))
     for r in records:
         for ch, v in r.versions.items():
             if ch in r.values:
                 continue
             hit = found.get((r.row.thread_id, r.row.checkpoint_ns, ch, v))
             if hit is not None:
-                r.values[ch] = hit
+                r.take(ch, hit)
     for chunk in chunks(list(by_key), st.qb.in_list_chunk):
         for w in st.writes_in(conn, chunk):
             owner = by_key.get((w.thread_id, w.checkpoint_ns, w.checkpoint_id))

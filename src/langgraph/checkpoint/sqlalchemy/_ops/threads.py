@@ -129,21 +129,23 @@ def _pending(
     return []
 
 
-BlobKeys = list[tuple[str, str, str]]
-"""``(checkpoint_ns, channel, version)`` of a thread's blobs."""
+BlobKeys = dict[tuple[str, str, str], str | None]
+"""``(checkpoint_ns, channel, version)`` of a thread's blobs, each with the version its
+row extends (a piece, :mod:`._codec.pieces`) or None."""
 
 
 def _blob_keys(conn: Connection, thread_id: str) -> BlobKeys:
     rows = conn.execute(
-        select(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version).where(
+        select(blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version, blobs.c.base_version).where(
             blobs.c.thread_id == thread_id
         )
     )
-    return [(ns, ch, v) for ns, ch, v in rows]
+    return {(ns, ch, v): base for ns, ch, v, base in rows}
 
 
 def _delete_orphans(conn: Connection, st: Statements, thread_id: str, stored: BlobKeys) -> None:
-    """Delete the blobs among ``stored`` that no checkpoint of the thread holds now.
+    """Delete the blobs among ``stored`` that no checkpoint of the thread holds now,
+    directly or as the base of a piece it holds.
 
     ``stored`` must be read BEFORE the holders: a put commits its blobs and its
     checkpoint together, so a blob seen in ``stored`` has its checkpoint visible below
@@ -160,8 +162,29 @@ def _delete_orphans(conn: Connection, st: Statements, thread_id: str, stored: Bl
         # A forged value_versions (not {channel: version}) holds nothing.
         versions = checked_versions(value_versions) or {}
         held.update((checkpoint_ns, ch, v) for ch, v in versions.items())
-    orphans = [k for k in stored if k not in held]
     key = (blobs.c.checkpoint_ns, blobs.c.channel, blobs.c.version)
+    # A held piece holds the rows it is rebuilt from: its base, the base's base, ...
+    # The bases of rows committed after ``stored`` was read are read now.
+    bases = dict(stored)
+    todo = list(held)
+    while todo:
+        unread = [k for k in todo if k not in bases]
+        for chunk in chunks(unread, st.qb.in_list_chunk):
+            found = conn.execute(
+                select(*key, blobs.c.base_version).where(
+                    blobs.c.thread_id == thread_id, st.qb.keys_in(key, len(chunk))
+                ),
+                st.qb.keys_params(chunk),
+            )
+            bases.update(((ns, ch, v), base) for ns, ch, v, base in found)
+        step = []
+        for checkpoint_ns, ch, v in todo:
+            base = bases.get((checkpoint_ns, ch, v))
+            if base is not None and (checkpoint_ns, ch, base) not in held:
+                held.add((checkpoint_ns, ch, base))
+                step.append((checkpoint_ns, ch, base))
+        todo = step
+    orphans = [k for k in stored if k not in held]
     for chunk in chunks(orphans, st.qb.in_list_chunk):
         conn.execute(
             delete(blobs).where(blobs.c.thread_id == thread_id, st.qb.keys_in(key, len(chunk))),

@@ -78,7 +78,13 @@ class Plans:
         rec = yield Access.READ_ONE, _checkpoints.get_checkpoint, (self.st, *key)
         if rec is not None and rec.incomplete:
             rec = yield Access.READ, _checkpoints.get_checkpoint, (self.st, *key)
-        return self.codec.to_tuple(rec) if rec is not None else None
+        if rec is None:
+            return None
+        found = self.codec.to_tuple(rec)
+        # What a run resumes from: its unchanged values need no serialising again, its
+        # growing ones may be stored as pieces of these.
+        self.codec.remember(rec, found.checkpoint["channel_values"])
+        return found
 
     def put(
         self, config: Config, cp: Checkpoint, meta: Meta, versions: Versions, writes: Writes = None
@@ -105,6 +111,9 @@ class Plans:
             # SQLite, two round trips on PostgreSQL).
             one = _checkpoints.one_statement(self.st, rows)
             yield (Access.WRITE_ONE if one else Access.WRITE), _checkpoints.put, (self.st, rows)
+        if writes is None:
+            # Committed (transfer's puts commit with their whole transaction, later).
+            self.codec.stored(rows.learnt)
         return stored
 
     def put_all(self, items: Callable[[], Iterable[PutArgs]]) -> Plan[int]:
@@ -129,7 +138,12 @@ class Plans:
     def delete_thread(self, thread_id: str) -> Plan[None]:
         one = self.st.delete_thread_one is not None
         access = Access.WRITE_ONE if one else Access.WRITE
-        yield access, _checkpoints.delete_thread, (self.st, _configs.thread(thread_id))
+        thread = _configs.thread(thread_id)
+        # Its values can no longer be extended (before: a put racing the delete must
+        # not take one as a base; after: nor one a put cached meanwhile).
+        self.codec.values.forget(thread)
+        yield access, _checkpoints.delete_thread, (self.st, thread)
+        self.codec.values.forget(thread)
 
     def delta_history(
         self, config: RunnableConfig, channels: Sequence[str]
@@ -144,7 +158,10 @@ class Plans:
     def delete_for_runs(self, run_ids: Sequence[str]) -> Plan[None]:
         keys = _configs.run_keys(run_ids)
         if keys:
+            # The runs' threads are known to the database only: forget every value.
+            self.codec.values.clear()
             yield Access.WRITE, _threads.delete_for_runs, (self.st, keys)
+            self.codec.values.clear()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
         source, target = _configs.thread(source_thread_id), _configs.thread(target_thread_id)
@@ -168,7 +185,9 @@ class Plans:
         else:
             raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
         for done, t in enumerate(threads, 1):
+            self.codec.values.forget(t)  # what a pruned version could be extended from
             yield Access.WRITE, op, (self.st, t, *extra)
+            self.codec.values.forget(t)
             if progress is not None:
                 progress(done)
 

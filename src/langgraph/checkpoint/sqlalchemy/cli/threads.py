@@ -296,6 +296,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
             ["TABLE", "~ROWS" if estimated else "ROWS", "~BYTES" if estimated else "BYTES"],
             [(name, t["rows"], _size(t["bytes"])) for name, t in tables.items()],
         )
+        for name, t in tables.items():
+            if t.get("value_bytes", t["bytes"]) != t["bytes"]:
+                print(
+                    f"{name}: {_size(t['value_bytes'])} of values stored in "
+                    f"{_size(t['bytes'])} (growing values are stored as the bytes they add)"
+                )
         if threads:
             print()
             print(f"newest {len(threads)} thread(s):")
