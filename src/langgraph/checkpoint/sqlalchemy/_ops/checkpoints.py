@@ -40,7 +40,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     read_json,
     writes,
 )
-from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select
+from sqlalchemy import Connection, Select, and_, bindparam, delete, select, union_all
 
 CHECKPOINT_COLUMNS = (
     checkpoints.c.thread_id,
@@ -195,22 +195,25 @@ class Statements:
         """
         stmt = self._blobs_in.get(len(keys))
         if stmt is None:
+            # Two branches, each served by an index: the rows of the keys (primary
+            # key), and for a piece the other rows of its chain (the chain index).
             t, p = blobs.alias("lgsa_t"), blobs.alias("lgsa_p")
+            target = (t.c.thread_id, t.c.checkpoint_ns, t.c.channel, t.c.version)
+            own = select(*target, *(t.c[name] for name in _PIECE_COLUMNS)).where(
+                self.qb.keys_in(target, len(keys))
+            )
             on = and_(
                 p.c.thread_id == t.c.thread_id,
                 p.c.checkpoint_ns == t.c.checkpoint_ns,
                 p.c.channel == t.c.channel,
-                or_(
-                    p.c.version == t.c.version,
-                    and_(t.c.base_version.is_not(None), p.c.chain == t.c.chain),
-                ),
+                p.c.chain == t.c.chain,  # (the piece itself again: filed once)
             )
-            target = (t.c.thread_id, t.c.checkpoint_ns, t.c.channel, t.c.version)
-            stmt = (
+            chain = (
                 select(*target, *(p.c[name] for name in _PIECE_COLUMNS))
                 .select_from(t.join(p, on))
-                .where(self.qb.keys_in(target, len(keys)))
+                .where(self.qb.keys_in(target, len(keys)), t.c.base_version.is_not(None))
             )
+            stmt = union_all(own, chain)
             self._blobs_in[len(keys)] = stmt
         rows: dict[tuple[str, str, str], dict[str, StoredRow]] = {}
         chains: dict[BlobKey, str | None] = {}
