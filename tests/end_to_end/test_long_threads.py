@@ -257,8 +257,9 @@ async def test_a_thread_deleted_and_written_again_never_extends_what_was_deleted
 async def test_export_import_and_copy_from_an_official_saver_read_back(
     door: Door, saver_factory: Any, mode: str, tmp_path: Path
 ) -> None:
-    """Values move whole (rebuilt from their pieces); the target stores them as a new
-    put does, and a run that goes on there extends them."""
+    """Values move whole (rebuilt from their pieces); the target stores them as pieces
+    again (each put of a thread's transaction extending the one before), and a run that
+    goes on there extends them."""
     config = thread("moved")
     held = await chat(door, chat_graph(door.saver), config, 30)
     exported = io.StringIO()
@@ -269,6 +270,9 @@ async def test_export_import_and_copy_from_an_official_saver_read_back(
     transfer.import_threads(imported.saver, exported)
     graph = chat_graph(imported.saver)
     assert (await imported.get_state(graph, config)).values == held[-1]
+    # Stored as pieces too: each put of the import's transaction extends the one before.
+    stats = (await imported.storage_stats("moved"))["lgsa_checkpoint_blobs"]
+    assert stats["value_bytes"] > 4 * stats["bytes"]
     more = await chat(imported, graph, config, 3, start=30)
     assert (await door.get_state(chat_graph(door.saver), config)).values == more[-1]
 
@@ -282,6 +286,8 @@ async def test_export_import_and_copy_from_an_official_saver_read_back(
         transfer.copy_threads(official, door.saver)
     graph = chat_graph(door.saver)
     assert (await door.get_state(graph, official_config)).values == want
+    stats = (await door.storage_stats("official"))["lgsa_checkpoint_blobs"]
+    assert stats["value_bytes"] > 4 * stats["bytes"]
     more = await chat(door, graph, official_config, 3, start=30)
     door2 = restarted(saver_factory, mode)
     assert (await door2.get_state(chat_graph(door2.saver), official_config)).values == more[-1]

@@ -340,8 +340,13 @@ class Codec:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        bases: Mapping[tuple[str, str, str], Pending] | None = None,
     ) -> tuple[CheckpointRows, RunnableConfig]:
         """The rows that store a checkpoint (``put``), and the config of the checkpoint.
+
+        ``bases`` are values stored earlier in the same transaction (transfer's puts of
+        one thread), which a new version may be stored as a piece of besides the ones
+        the value cache knows committed.
 
         Raises:
             CheckpointConfigError: Bad thread, namespace, ids or channel names.
@@ -353,7 +358,7 @@ class Codec:
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions", {})
         inline, blob_rows, learnt = self._place_values(
-            thread_id, checkpoint_ns, values, versions, new_versions
+            thread_id, checkpoint_ns, values, versions, new_versions, bases or {}
         )
         type_, data = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
         checkpoint_row = {
@@ -383,6 +388,7 @@ class Codec:
         values: Mapping[str, Any],
         versions: ChannelVersions,
         new_versions: ChannelVersions,
+        bases: Mapping[tuple[str, str, str], Pending],
     ) -> tuple[list[_inline.InlineValue], list[dict[str, Any]], list[Pending]]:
         """Serialise the channel values: ``(inline values, blob rows, what the value
         cache learns once the put commits)`` (see :mod:`._codec.inline` for which goes
@@ -403,7 +409,10 @@ class Codec:
             key = (thread_id, checkpoint_ns, channel)
             version = str(versions[channel])
             changed = channel in new_versions
-            if not changed and cache.in_blobs(key, version):
+            earlier = bases.get(key)
+            if cache.in_blobs(key, version) or (
+                earlier is not None and str(earlier[1].version) == version
+            ):
                 continue  # in the blobs table at this version: referenced by it
             hit = cache.get(key, version, value)
             if hit is None:
@@ -421,7 +430,8 @@ class Codec:
                 # inline_limit) but not here: into the blobs table, first-write-wins;
                 # a new value that extends the channel's stored one as a piece.
                 stored_as = str(new_versions.get(channel, version))
-                row, entry = self._blob_row(key, stored_as, value, type_, blob, changed)
+                base = earlier if changed else None
+                row, entry = self._blob_row(key, stored_as, value, type_, blob, changed, base)
                 blob_rows.append(row)
                 cache.keep(key, entry)
                 learnt.append((key, entry, row["chain"]))
@@ -436,10 +446,12 @@ class Codec:
         type_: str,
         blob: bytes | None,
         changed: bool,
+        earlier: Pending | None = None,
     ) -> tuple[dict[str, Any], Entry]:
         """The blobs-table row of a value: a piece of the channel's value known to be
-        stored (:meth:`.ValueCache.base`) when it extends it and the chain's schedule
-        allows (:func:`._codec.pieces.next_piece`), else whole; and its cache entry."""
+        stored (``earlier`` in this transaction, else :meth:`.ValueCache.base`) when it
+        extends it and the chain's schedule allows (:func:`._codec.pieces.next_piece`),
+        else whole; and its cache entry."""
         data = blob if blob is not None else b""
         row = {
             "thread_id": key[0],
@@ -452,11 +464,17 @@ class Codec:
             "chain": version,
             "size": len(data),
         }
-        base = self.values.base(key) if changed and self.pieces else None
-        if base is not None and base.type == type_ and str(base.version) != version:
+        base: Entry | None
+        chain: str | None
+        if earlier is not None:
+            base, chain = earlier[1], earlier[2]
+        else:
+            base = self.values.base(key) if changed else None
+            chain = base.chain if base is not None else None
+        if base is not None and self.pieces and base.type == type_ and str(base.version) != version:
             piece = _pieces.next_piece(base.blob, base.whole_size, base.appended, data)
             if piece is not None:
-                row.update(blob=piece[0], base_version=str(base.version), chain=base.chain)
+                row.update(blob=piece[0], base_version=str(base.version), chain=chain)
                 return row, Entry(version, value, type_, data, None, base.whole_size, piece[1])
         return row, Entry(version, value, type_, data, None, len(data), 0)
 

@@ -30,6 +30,7 @@ from langgraph.checkpoint.sqlalchemy._codec import rows as _rows
 from langgraph.checkpoint.sqlalchemy._codec.records import (
     CheckpointKey,
     CheckpointRecord,
+    Pending,
     PendingWrite,
 )
 from langgraph.checkpoint.sqlalchemy._codec.threadinfo import ThreadInfo
@@ -87,10 +88,18 @@ class Plans:
         return found
 
     def put(
-        self, config: Config, cp: Checkpoint, meta: Meta, versions: Versions, writes: Writes = None
+        self,
+        config: Config,
+        cp: Checkpoint,
+        meta: Meta,
+        versions: Versions,
+        writes: Writes = None,
+        earlier: dict[tuple[str, str, str], Pending] | None = None,
     ) -> Plan[RunnableConfig]:
-        """``put`` (``writes`` None) or ``put_with_writes`` (``writes`` given)."""
-        rows, stored = self.codec.put_rows(config, cp, meta, versions)
+        """``put`` (``writes`` None) or ``put_with_writes`` (``writes`` given); inside
+        :func:`_put_all`'s transaction, ``earlier`` holds the values stored by its
+        earlier puts (learnt here; the cache learns them once it commits)."""
+        rows, stored = self.codec.put_rows(config, cp, meta, versions, earlier)
         if writes is None:  # a run's put (transfer copies histories as they are)
             row = rows.checkpoint
             _configs.check_child_order(row["checkpoint_id"], row["parent_checkpoint_id"])
@@ -111,14 +120,17 @@ class Plans:
             # SQLite, two round trips on PostgreSQL).
             one = _checkpoints.one_statement(self.st, rows)
             yield (Access.WRITE_ONE if one else Access.WRITE), _checkpoints.put, (self.st, rows)
-        if writes is None:
-            # Committed (transfer's puts commit with their whole transaction, later).
+        if earlier is not None:  # not committed yet: for the transaction's next puts
+            earlier.update((p[0], p) for p in rows.learnt)
+        else:  # committed
             self.codec.stored(rows.learnt)
         return stored
 
     def put_all(self, items: Callable[[], Iterable[PutArgs]]) -> Plan[int]:
         """``put_all_with_writes``: every checkpoint of ``items()`` in one transaction."""
-        stored: int = yield Access.WRITE, _put_all, (self, items)
+        earlier: dict[tuple[str, str, str], Pending] = {}
+        stored: int = yield Access.WRITE, _put_all, (self, items, earlier)
+        self.codec.stored(list(earlier.values()))  # committed
         return stored
 
     def put_writes(
@@ -217,13 +229,20 @@ class Plans:
         return stats
 
 
-def _put_all(conn: Any, plans: Plans, items: Callable[[], Iterable[PutArgs]]) -> int:
+def _put_all(
+    conn: Any,
+    plans: Plans,
+    items: Callable[[], Iterable[PutArgs]],
+    earlier: dict[tuple[str, str, str], Pending],
+) -> int:
     """Run the plan of ``put_with_writes`` for each of ``items()`` on ``conn``, inside
     the caller's one transaction; how many were stored. A retry of the transaction
-    calls ``items`` again."""
+    calls ``items`` again, and forgets what the failed attempt stored (``earlier``:
+    the values a later put of the transaction may be stored as a piece of)."""
+    earlier.clear()
     stored = 0
     for args in items():
-        steps = Steps(plans.put(*args))
+        steps = Steps(plans.put(*args, earlier=earlier))
         for step in steps:
             assert type(step) is tuple  # a put yields database operations only
             _access, op, op_args = step
