@@ -21,6 +21,12 @@ options follow the flag).
 cyclic-GC counter added and ``tracemalloc`` peak per hot-path call, ours and the official
 saver's (:mod:`.allocations`; its own options follow the flag).
 
+``python -m benchmarks --long-thread [--turns N] [--quick] [...]``: a chat and a
+tool-calling agent on one thread for 200 turns, per turn the instructions of the saver
+calls (callgrind) and the bytes written, ours beside the official savers, each also with
+the graph rewritten with ``DeltaChannel`` (:mod:`.long_thread`; its own options follow
+the flag).
+
 ``python -m benchmarks --charts [--out DIR]``: run nothing, draw the committed results
 (``benchmarks/results/*.json``) as the SVG charts of ``docs/img/benchmarks/``
 (:mod:`.charts`; its own options follow the flag).
@@ -67,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import allocations
 
         return allocations.main(argv[1:])
+    if argv[:1] == ["--long-thread"]:
+        from . import long_thread
+
+        return long_thread.main(argv[1:])
     if argv[:1] == ["--charts"]:
         from . import charts
 

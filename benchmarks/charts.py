@@ -511,6 +511,13 @@ def allocations(result: dict[str, Any]) -> Figure:
     return fig
 
 
+def long_thread(result: dict[str, Any]) -> Figure:
+    """Chart f: bytes stored and instructions a turn against turns (:mod:`.long_report`)."""
+    from .long_report import chart
+
+    return chart(result)
+
+
 # -- files -----------------------------------------------------------------------------------
 
 #: chart name (the SVG is ``<name>.svg``) -> the results file it draws, and how.
@@ -520,6 +527,7 @@ CHARTS: dict[str, tuple[str, Callable[[dict[str, Any]], Figure]]] = {
     "store": ("store.json", store),
     "instructions": ("instructions.json", instructions),
     "allocations": ("allocations.json", allocations),
+    "long_thread": ("long_thread.json", long_thread),
 }
 
 
