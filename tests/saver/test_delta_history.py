@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint, writes_sort_key
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from sqlalchemy import event
+from sqlalchemy import Connection, Select, event
 from sqlalchemy.exc import OperationalError
 
 from langgraph.checkpoint.sqlalchemy import CheckpointConfigError, CheckpointHistoryError
+from langgraph.checkpoint.sqlalchemy._ops import history as _history
 
 from ..checkpoints import config as cfg
 from ..doors import Door
@@ -624,6 +625,76 @@ async def test_a_channel_named_twice_is_answered_once(door: Door) -> None:
     expected = {"d": {"writes": [("t0", "d", 0), ("t1", "d", 1)], "seed": _DeltaSnapshot([0])}}
     await history(door, s.config(t), ["d"], expected)
     await history(door, s.config(t), ["d", "d"], expected)
+
+
+# -- statements built once ------------------------------------------------------------------
+
+
+async def chain_of_writes(s: Store, n: int, snapshot_at: int | None = None) -> list[str]:
+    """``n`` checkpoints in a line, each writing "d" (a DeltaChannel step), a snapshot
+    of "d" at ``snapshot_at``; their ids."""
+    ids: list[str] = []
+    for i in range(n):
+        values = {"d": _DeltaSnapshot([f"snap{i}"])} if i == snapshot_at else None
+        ids.append(
+            await s.add(
+                cid(i + 1),
+                ids[-1] if ids else None,
+                values=values,
+                delta=[] if values else ["d"],
+                writes=[(f"t{i}", "", [("d", i)])],
+            )
+        )
+    return ids
+
+
+async def test_every_chain_length_reads_the_same_as_the_oracle(door: Door) -> None:
+    """Id lists are bound in lists of a power-of-two size (the last id repeated): every
+    length from 0 to 40, below and above a snapshot, reads as the oracle does."""
+    s = Store(door, "t")
+    ids = await chain_of_writes(s, 41, snapshot_at=20)
+    for target in ids:
+        await history(door, s.config(target), ["d", "never"])
+
+
+async def test_statements_are_built_once_per_shape(door: Door, monkeypatch: Any) -> None:
+    """Chains of 5 to 8 checkpoints share one fetch statement (ids bound in a list of
+    8), and the walk is one statement whatever the chain: each built on first use, then
+    run from the compiled cache on the driver's cursor, without ``Connection.execute``."""
+    s = Store(door, "t")
+    ids = await chain_of_writes(s, 9)
+    monkeypatch.setattr(_history, "_SHARED", {})
+    executed: list[Any] = []
+    real = Connection.execute
+
+    def counting(self: Connection, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        executed.append(statement)
+        return real(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "execute", counting)
+    for target in ids[5:9]:  # parents 5 to 8 deep
+        await history(door, s.config(target), ["d"], oracle=False)
+    shapes = _history._SHARED[type(door.saver._st.qb)]
+    assert list(shapes._walks) == [(1, True)]
+    assert list(shapes._fetches) == [(("w", 8),)]
+    assert not [x for x in executed if isinstance(x, Select)]
+
+
+async def test_kept_statements_and_versions_are_bounded(door: Door, monkeypatch: Any) -> None:
+    """At most MAX_SHAPES statements of each kind are kept, and MAX_VERSIONS parsed
+    ``value_versions``; the oldest go first and are made again when needed."""
+    s = Store(door, "t")
+    ids = await chain_of_writes(s, 9, snapshot_at=0)
+    monkeypatch.setattr(_history, "_SHARED", {})
+    monkeypatch.setattr(_history, "MAX_SHAPES", 2)
+    monkeypatch.setattr(_history, "_VERSIONS", {})
+    monkeypatch.setattr(_history, "MAX_VERSIONS", 2)
+    for channels in (["d"], ["d", "x"], ["d", "x", "y"], ["d"]):
+        for target in (ids[1], ids[2], ids[4], ids[8]):  # lists of 1, 2, 4 and 8 ids
+            await history(door, s.config(target), channels)
+    shapes = _history._SHARED[type(door.saver._st.qb)]
+    assert len(shapes._walks) <= 2 and len(shapes._fetches) <= 2
+    assert len(_history._VERSIONS) == 2
 
 
 # -- cycles -------------------------------------------------------------------------------

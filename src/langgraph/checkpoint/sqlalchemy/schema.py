@@ -93,6 +93,7 @@ __all__ = [
     "blobs",
     "checkpoints",
     "full_name",
+    "load_json",
     "locks",
     "metadata",
     "metadata_index",
@@ -342,6 +343,11 @@ def _load_json(value: Any) -> Any:
     # None; or a number (SQLite's NUMERIC affinity of a JSON column turns the text "5"
     # into 5); or a document a driver decoded already: as it is, shapes checked later.
     return value
+
+
+#: What :class:`JsonRead` makes of a JSON column's text (:func:`_load_json`), for a reader
+#: that selects the text and parses it itself.
+load_json = _load_json
 
 
 class JsonRead(TypeDecorator[Any]):

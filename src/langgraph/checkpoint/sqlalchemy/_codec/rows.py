@@ -281,10 +281,14 @@ class Codec:
                 checkpoint that holds it (damaged or forged row, other serializer).
         """
 
-        def load(checkpoint_id: str, part: str, type_: Any, data: Any) -> Any:
+        def load(
+            checkpoint_id: str, what: str, task_id: str, ch: str, type_: Any, data: Any
+        ) -> Any:
             try:
                 return self.loads(type_, data)
             except Exception as e:
+                # the part named only for the error: no string made a value
+                part = f"write {task_id}/{ch}" if what == "write" else f"channel {ch}"
                 raise CheckpointDecodeError(
                     thread_id, checkpoint_ns, checkpoint_id, part, f"{type(e).__name__}: {e}"
                 ) from e
@@ -302,13 +306,13 @@ class Codec:
             history.writes.sort(key=lambda w: (-w[0], *writes_sort_key(w[1], w[2], w[3])))
             entry: DeltaChannelHistory = {
                 "writes": [
-                    (task_id, ch, load(at, f"write {task_id}/{ch}", t, b))
+                    (task_id, ch, load(at, "write", task_id, ch, t, b))
                     for _depth, _path, task_id, _idx, t, b, at in history.writes
                 ]
             }
             if history.seed is not None:
                 t, b = history.seed
-                entry["seed"] = load(history.seed_id, f"channel {ch}", t, b)
+                entry["seed"] = load(history.seed_id, "channel", "", ch, t, b)
             result[ch] = entry
         return result
 

@@ -290,13 +290,22 @@ def _driven(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled |
     return None if c.expanding else c
 
 
-def _run(conn: Connection, c: _Compiled, params: Mapping[str, Any], first_only: int = 0) -> Any:
+def _run(
+    conn: Connection,
+    c: _Compiled,
+    params: Mapping[str, Any],
+    first_only: int = 0,
+    plain: bool = False,
+) -> Any:
     """Execute on the DBAPI cursor; return the cursor's rows (or None), the columns
-    before ``first_only`` processed in the first row only."""
-    return _execute(conn, c, c.parameters(params), first_only)
+    before ``first_only`` processed in the first row only, as named tuples (``plain``:
+    sequences)."""
+    return _execute(conn, c, c.parameters(params), first_only, plain)
 
 
-def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> Any:
+def _execute(
+    conn: Connection, c: _Compiled, args: Any, first_only: int = 0, plain: bool = False
+) -> Any:
     """:func:`_run` with the driver's parameters made already."""
     if not conn.in_transaction():
         conn.begin()  # what Connection.execute's autobegin does (the dialect's hooks)
@@ -327,7 +336,7 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
         )
     make = c.row_type._make
     if not c.result:
-        return [make(r) for r in raw]
+        return raw if plain else [make(r) for r in raw]
     out = []
     processors = c.result
     for r in raw:
@@ -336,7 +345,7 @@ def _execute(conn: Connection, c: _Compiled, args: Any, first_only: int = 0) -> 
             v = values[i]
             if not (str_unchanged and type(v) is str):
                 values[i] = p(v)
-        out.append(make(values))
+        out.append(values if plain else make(values))
         if first_only:
             processors = tuple(x for x in processors if x[0] >= first_only)
             first_only = 0
@@ -361,6 +370,7 @@ def rows(
     key: Any,
     *,
     first_only: int = 0,
+    plain: bool = False,
 ) -> list[Any]:
     """The rows of a SELECT construct, as named tuples of processed values (attributes
     named as the construct's columns).
@@ -375,6 +385,8 @@ def rows(
         first_only: The columns before this index are processed (their types' result
             processors) in the first row only, raw in the others: a row joined to
             several rows repeats its columns, and the caller reads them once.
+        plain: The rows as sequences of the values, without the names (no named
+            tuple made a row), for a caller that unpacks them.
 
     Raises:
         sqlalchemy.exc.DBAPIError: The driver's error, wrapped as SQLAlchemy wraps it.
@@ -382,7 +394,7 @@ def rows(
     c = _driven(conn, construct, key)
     if c is None:
         return list(conn.execute(construct, dict(params)).all())  # type: ignore[call-overload]
-    return _run(conn, c, params, first_only)  # type: ignore[no-any-return]
+    return _run(conn, c, params, first_only, plain)  # type: ignore[no-any-return]
 
 
 def execute(

@@ -14,30 +14,38 @@ its bound-parameter lists must be split):
    chain (the rows up to and including its seed) and branches of its seed: the seed
    checkpoint's ``inline_values`` and the blob of the seed version.
 
-Like :mod:`._ops.checkpoints`, these are sync functions on a ``Connection``, run directly by the
-sync methods and through ``run_sync`` by the async ones.
+Both statements are built once per dialect family and shape (:class:`_Shapes`: the number
+of channels of a walk; the branches of a fetch and the sizes of their id lists, each list
+padded to a power of two), never per call, with every value a bound parameter, and run
+as the hot path's statements are (:mod:`._engine.cursor`: compiled once, executed on the
+DBAPI cursor). Like :mod:`._ops.checkpoints`, these are sync functions on a
+``Connection``, run directly by the sync methods and through ``run_sync`` by the async ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.sqlalchemy._codec import inline as _inline
 from langgraph.checkpoint.sqlalchemy._codec.damage import checked_versions
 from langgraph.checkpoint.sqlalchemy._codec.records import ChannelHistory
+from langgraph.checkpoint.sqlalchemy._engine import cursor
 from langgraph.checkpoint.sqlalchemy._ops.checkpoints import Statements, chunks
+from langgraph.checkpoint.sqlalchemy.dialects import QueryBuilder
 from langgraph.checkpoint.sqlalchemy.errors import CheckpointDecodeError, CheckpointHistoryError
 from langgraph.checkpoint.sqlalchemy.schema import (
     ID_MAX_LENGTH,
+    JsonRead,
     KeyText,
     StoredKey,
     Undecodable,
     blobs,
     checkpoints,
+    load_json,
     name_key,
-    read_json,
     writes,
 )
 from sqlalchemy import (
@@ -45,20 +53,22 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
-    Table,
     Text,
     and_,
+    bindparam,
     case,
     literal,
     literal_column,
     null,
     or_,
     select,
+    type_coerce,
     union_all,
 )
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql import cast as sql_cast
-from sqlalchemy.sql.base import Executable
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 #: Longest parent chain walked; a longer one (or a cycle forged with raw SQL or by
 #: re-putting ids) raises instead of running without end.
@@ -147,20 +157,95 @@ def chain(
     Raises:
         CheckpointHistoryError: The chain is longer than :data:`MAX_CHAIN` (or loops).
     """
+    qb = st.qb
+    stmt = _shapes(qb).walk(len(channels), bool(checkpoint_id))
+    params: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if checkpoint_id:
+        params["checkpoint_id"] = checkpoint_id
+    for i, ch in enumerate(channels):
+        params[f"ch_{i}"] = qb.json_key_value(ch)
+    rows = cursor.rows(conn, stmt, params, st.key(conn), plain=True)
+    if len(rows) > MAX_CHAIN:
+        raise CheckpointHistoryError(
+            f"the parent chain of checkpoint {checkpoint_id!r} (thread {thread_id!r}) is "
+            f"longer than {MAX_CHAIN} checkpoints or loops back on itself; prune the thread "
+            "or let a DeltaChannel snapshot more often"
+        )
+    # A NULL value_versions is a parent id with no stored checkpoint: the chain ends.
+    # A value_versions that is not {channel: version} (a forged row) stores nothing.
+    out: list[ChainRow] = []
+    for row_id, depth, text in rows:
+        if text is None:
+            break
+        versions, damaged = _versions(text)
+        out.append(ChainRow(row_id, depth, versions, damaged))
+    return out
+
+
+class _VersionsText(JsonRead):
+    """``value_versions`` read as its text, as :class:`.schema.JsonRead` selects it
+    (``CAST(... AS TEXT)`` where it must be), not parsed: :func:`_versions` parses a
+    text once."""
+
+    cache_ok = True
+
+    def column_expression(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        selected = super().column_expression(column)
+        return column if selected is column else type_coerce(selected, _VersionsText())
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        return None
+
+
+#: ``value_versions`` texts read by walks, with what :func:`_versions` made of them: a
+#: thread's walk reads the same ancestors at every step. A text is its own key (an entry
+#: never goes stale); at most :data:`MAX_VERSIONS`, the oldest go first.
+_VERSIONS: dict[str, tuple[dict[str, str], str | None]] = {}
+MAX_VERSIONS = 4096
+_VERSIONS_LOCK = threading.Lock()
+
+
+def _versions(text: Any) -> tuple[dict[str, str], str | None]:
+    """``({channel: version}, None)`` of a ``value_versions`` as read, or ``({}, why)``
+    for a damaged or forged one (read as storing nothing). The dict is shared: read it,
+    never change it."""
+    if type(text) is str:
+        found = _VERSIONS.get(text)
+        if found is not None:
+            return found
+    value = load_json(text)
+    versions = checked_versions(value)
+    if versions is None:
+        why = value.error if isinstance(value, Undecodable) else "not {channel: version}"
+        return {}, why
+    if type(text) is str:
+        with _VERSIONS_LOCK:
+            _VERSIONS[text] = (versions, None)
+            while len(_VERSIONS) > MAX_VERSIONS:
+                del _VERSIONS[next(iter(_VERSIONS))]
+    return versions, None
+
+
+def _walk(qb: QueryBuilder, count: int, by_id: bool) -> Select[Any]:
+    """The statement of :func:`chain` for ``count`` channels (bound ``ch_<i>``, each
+    :meth:`.QueryBuilder.json_key_value` of its name), the target by ``checkpoint_id``
+    or the latest of ``thread_id`` and ``checkpoint_ns``."""
     c = checkpoints
+    thread_id = bindparam("thread_id", type_=c.c.thread_id.type)
+    checkpoint_ns = bindparam("checkpoint_ns", type_=c.c.checkpoint_ns.type)
     same = (c.c.thread_id == thread_id, c.c.checkpoint_ns == checkpoint_ns)
     target = select(c.c.parent_checkpoint_id).where(*same)
-    if checkpoint_id:
-        target = target.where(c.c.checkpoint_id == checkpoint_id)
+    if by_id:
+        target_id = bindparam("checkpoint_id", type_=c.c.checkpoint_id.type)
+        target = target.where(c.c.checkpoint_id == target_id)
     else:
         target = target.order_by(c.c.checkpoint_id.desc()).limit(1)
-    qb = st.qb
     anchor = select(
         c.c.checkpoint_id,
         c.c.parent_checkpoint_id,
         c.c.value_versions,
         literal(0, Integer).label("depth"),
-        *(literal(0, Integer).label(f"done_{i}") for i in range(len(channels))),
+        *(literal(0, Integer).label(f"done_{i}") for i in range(count)),
     ).where(*same, c.c.checkpoint_id == target.scalar_subquery())
     walk = anchor.cte("lgsa_chain", recursive=True)
     p = c.alias("lgsa_parent")
@@ -176,51 +261,35 @@ def chain(
             .scalar_subquery()
         )
 
-    seeded_here = [qb.json_has_key(walk.c.value_versions, ch) for ch in channels]
+    names: list[BindParameter[str]] = [bindparam(f"ch_{i}", type_=Text) for i in range(count)]
+    seeded_here = [qb.json_has_key(walk.c.value_versions, name) for name in names]
+    # One channel: a row the walk goes on from has it unseeded (the condition below),
+    # so its parent's flag is 0, without testing the document a second time.
+    done = (
+        [literal(0, Integer)]
+        if count == 1
+        else [
+            case((walk.c[f"done_{i}"] == 1, 1), (seeded_here[i], 1), else_=0) for i in range(count)
+        ]
+    )
     step = select(
         walk.c.parent_checkpoint_id,
         parent_column(p.c.parent_checkpoint_id),
         parent_column(p.c.value_versions),
         walk.c.depth + 1,
-        *(
-            case((walk.c[f"done_{i}"] == 1, 1), (seeded_here[i], 1), else_=0)
-            for i in range(len(channels))
-        ),
+        *done,
     ).where(
         walk.c.parent_checkpoint_id.is_not(None),
         walk.c.value_versions.is_not(None),
         walk.c.depth < MAX_CHAIN,
     )
-    if channels:
+    if count:
         step = step.where(
-            or_(*(and_(walk.c[f"done_{i}"] == 0, ~seeded_here[i]) for i in range(len(channels))))
+            or_(*(and_(walk.c[f"done_{i}"] == 0, ~seeded_here[i]) for i in range(count)))
         )
     walk = walk.union_all(step)
-    rows = conn.execute(
-        select(walk.c.checkpoint_id, walk.c.depth, read_json(walk.c.value_versions)).order_by(
-            walk.c.depth
-        )
-    ).all()
-    if len(rows) > MAX_CHAIN:
-        raise CheckpointHistoryError(
-            f"the parent chain of checkpoint {checkpoint_id!r} (thread {thread_id!r}) is "
-            f"longer than {MAX_CHAIN} checkpoints or loops back on itself; prune the thread "
-            "or let a DeltaChannel snapshot more often"
-        )
-    # A NULL value_versions is a parent id with no stored checkpoint: the chain ends.
-    # A value_versions that is not {channel: version} (a forged row) stores nothing.
-    out: list[ChainRow] = []
-    for row in rows:
-        if row.value_versions is None:
-            break
-        versions = checked_versions(row.value_versions)
-        if versions is None:
-            why = row.value_versions
-            damaged = why.error if isinstance(why, Undecodable) else "not {channel: version}"
-            out.append(ChainRow(row.checkpoint_id, row.depth, {}, damaged))
-        else:
-            out.append(ChainRow(row.checkpoint_id, row.depth, versions))
-    return out
+    versions = type_coerce(walk.c.value_versions, _VersionsText()).label("value_versions")
+    return select(walk.c.checkpoint_id, walk.c.depth, versions).order_by(walk.c.depth)
 
 
 def fetch(
@@ -249,7 +318,9 @@ def fetch(
             or a seed's ``inline_values`` that cannot be read (a damaged or forged row).
     """
     depth_of = {row.checkpoint_id: row.depth for row in walked}
-    branches: list[tuple[str, list[str], tuple[str, str] | None]] = []
+    in_list = st.qb.row_chunk
+    # Each channel's parts: write branches of at most ``in_list`` ids, and its seed.
+    parts: list[tuple[str, str, Sequence[str]]] = []
     for ch in channels:
         ids: list[str] = []
         seed: tuple[str, str] | None = None
@@ -262,12 +333,19 @@ def fetch(
             if ch in row.value_versions:
                 seed = (row.checkpoint_id, row.value_versions[ch])
                 break
-        branches.append((ch, ids, seed))
+        parts.extend(("w", ch, ids[i : i + in_list]) for i in range(0, len(ids), in_list))
+        if seed is not None:
+            parts.append(("s", ch, seed))
     result = {ch: ChannelHistory() for ch in channels}
-    seed_ids = {ch: seed[0] for ch, _ids, seed in branches if seed is not None}
+    seed_ids = {ch: ids[0] for kind, ch, ids in parts if kind == "s"}
     inline_seeds: dict[str, tuple[str, bytes | None]] = {}
-    for stmt in _statements(thread_id, checkpoint_ns, branches, st.qb.row_chunk):
-        for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in conn.execute(stmt):
+    shapes = _shapes(st.qb)
+    key = st.key(conn)
+    for batch in _batches(parts, in_list):
+        stmt, params = shapes.fetch(batch, in_list, thread_id, checkpoint_ns)
+        for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in cursor.rows(
+            conn, stmt, params, key, plain=True
+        ):
             history = result[ch]
             if kind == "s":
                 history.seed = (type_, blob)
@@ -291,91 +369,195 @@ def fetch(
     # above: read rebuilt.
     pieced = [
         (StoredKey(name_key(thread_id)), StoredKey(name_key(checkpoint_ns)), ch, seed[1])
-        for ch, _ids, seed in branches
-        if seed is not None and result[ch].seed is None
+        for kind, ch, seed in parts
+        if kind == "s" and result[ch].seed is None
     ]
     for chunk in chunks(pieced, st.qb.in_list_chunk):
-        for key, found in st.values_in(conn, chunk).items():
+        for (_t, _ns, ch, _v), found in st.values_in(conn, chunk).items():
             if found.error is not None:
                 raise CheckpointDecodeError(
-                    thread_id, checkpoint_ns, seed_ids[key[2]], f"channel {key[2]}", found.error
+                    thread_id, checkpoint_ns, seed_ids[ch], f"channel {ch}", found.error
                 )
-            result[key[2]].seed = (found.type, found.blob)
+            result[ch].seed = (found.type, found.blob)
     for ch, seed_id in seed_ids.items():
         result[ch].seed_id = seed_id
     return result
 
 
-def _statements(
-    thread_id: str,
-    checkpoint_ns: str,
-    branches: Sequence[tuple[str, list[str], tuple[str, str] | None]],
-    in_list: int,
-) -> list[Executable]:
-    """UNION ALL statements of write and seed branches, each within the parameter cap.
+def _size(count: int, in_list: int) -> int:
+    """The bound-list size that holds ``count`` ids: the next power of two, at most
+    ``in_list`` (a list is padded to it by repeating its last id)."""
+    size = 1
+    while size < count:
+        size *= 2
+    return min(size, in_list)
 
-    Rows carry their channel name, so branches differ only in bound parameters and the
-    compiled statement is cached per shape. The kind column is a constant of this code
-    (PostgreSQL needs typed UNION columns, which a bound parameter would not give).
-    """
-    parts: list[tuple[Select[Any], int]] = []
-    for ch, ids, seed in branches:
-        for start in range(0, len(ids), in_list):
-            chunk = ids[start : start + in_list]
-            write_rows = select(
-                literal_column("'w'", String).label("kind"),
-                writes.c.channel,
-                writes.c.checkpoint_id,
-                writes.c.task_path,
-                writes.c.task_id,
-                writes.c.idx,
-                writes.c.type,
-                writes.c.blob,
-            ).where(
-                *_in_namespace(writes, thread_id, checkpoint_ns),
-                writes.c.channel == ch,
-                writes.c.checkpoint_id.in_(chunk),
-            )
-            parts.append((write_rows, len(chunk) + 3))
-        if seed is not None:
-            seed_id, seed_version = seed
-            seed_row = _seed_branch(
-                "s", sql_cast(blobs.c.channel, Text), blobs.c.type, blobs.c.blob
-            ).where(
-                *_in_namespace(blobs, thread_id, checkpoint_ns),
-                blobs.c.channel == ch,
-                blobs.c.version == seed_version,
-                blobs.c.base_version.is_(None),  # a piece is read rebuilt, after
-            )
-            # The value is in the seed checkpoint's row or in the blobs table.
-            inline_row = _seed_branch(
-                "i",
-                sql_cast(literal(ch, Text), Text),
-                sql_cast(null(), String),
-                checkpoints.c.inline_values,
-            ).where(
-                *_in_namespace(checkpoints, thread_id, checkpoint_ns),
-                checkpoints.c.checkpoint_id == seed_id,
-                checkpoints.c.inline_values.is_not(None),
-            )
-            parts.append((seed_row, 4))
-            parts.append((inline_row, 4))
-    statements: list[Executable] = []
-    batch: list[Select[Any]] = []
+
+def _weight(part: tuple[str, str, Sequence[str]], in_list: int) -> int:
+    """Parameters a part binds: a write branch its padded ids, thread, namespace and
+    channel; a seed its two branches' four each."""
+    return _size(len(part[2]), in_list) + 3 if part[0] == "w" else 8
+
+
+def _batches(
+    parts: Sequence[tuple[str, str, Sequence[str]]], in_list: int
+) -> list[list[tuple[str, str, Sequence[str]]]]:
+    """``parts`` in order, in statements of at most :data:`_PARAMS_PER_STATEMENT` bound
+    parameters (a part heavier than that alone)."""
+    batches: list[list[tuple[str, str, Sequence[str]]]] = []
+    batch: list[tuple[str, str, Sequence[str]]] = []
     bound = 0
-    for part, weight in parts:
+    for part in parts:
+        weight = _weight(part, in_list)
         if batch and bound + weight > _PARAMS_PER_STATEMENT:
-            statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
+            batches.append(batch)
             batch, bound = [], 0
         batch.append(part)
         bound += weight
     if batch:
-        statements.append(batch[0] if len(batch) == 1 else union_all(*batch))
-    return statements
+        batches.append(batch)
+    return batches
 
 
-def _in_namespace(table: Table, thread_id: str, checkpoint_ns: str) -> list[ColumnElement[bool]]:
-    return [table.c.thread_id == thread_id, table.c.checkpoint_ns == checkpoint_ns]
+#: Statements of each kind kept per dialect family (a walk per number of channels and
+#: target kind, a fetch per shape): beyond, the oldest go first.
+MAX_SHAPES = 64
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Shapes:
+    """The history statements of one dialect family (:func:`_shapes`), each built on its
+    first use and kept (at most :data:`MAX_SHAPES` of each kind): the constructs depend
+    on the query builder's class only, as :func:`._ops.checkpoints.statements_for`'s do."""
+
+    def __init__(self, qb: QueryBuilder) -> None:
+        self.qb = qb
+        self._walks: dict[tuple[int, bool], Select[Any]] = {}
+        self._fetches: dict[tuple[tuple[str, int], ...], _Fetch] = {}
+        self._lock = threading.Lock()
+
+    def walk(self, count: int, by_id: bool) -> Select[Any]:
+        """:func:`_walk` of ``count`` channels."""
+        return self._kept(self._walks, (count, by_id), lambda: _walk(self.qb, count, by_id))
+
+    def fetch(
+        self,
+        batch: Sequence[tuple[str, str, Sequence[str]]],
+        in_list: int,
+        thread_id: str,
+        checkpoint_ns: str,
+    ) -> tuple[ClauseElement, dict[str, Any]]:
+        """The UNION ALL of ``batch``'s parts, and its parameters."""
+        shape = tuple(
+            (kind, _size(len(ids), in_list) if kind == "w" else 0) for kind, _ch, ids in batch
+        )
+        found = self._kept(self._fetches, shape, lambda: _Fetch(shape))
+        return found.stmt, found.params(batch, thread_id, checkpoint_ns)
+
+    def _kept(self, kept: dict[K, V], key: K, build: Callable[[], V]) -> V:
+        found = kept.get(key)
+        if found is None:
+            found = build()
+            with self._lock:
+                kept[key] = found
+                while len(kept) > MAX_SHAPES:
+                    del kept[next(iter(kept))]
+        return found
+
+
+_SHARED: dict[type[QueryBuilder], _Shapes] = {}
+
+
+def _shapes(qb: QueryBuilder) -> _Shapes:
+    """The history statements of ``qb``'s dialect family."""
+    shapes = _SHARED.get(type(qb))
+    if shapes is None:
+        shapes = _SHARED.setdefault(type(qb), _Shapes(qb))
+    return shapes
+
+
+class _Fetch:
+    """One stage-2 statement: per part, a write branch (bound ``c<b>``, ``i<b>_<j>``) or
+    the two branches of a seed (``c<b>``, ``v<b>``, ``n<b>``, ``s<b>``); thread and
+    namespace bound once (``thread_id``, ``checkpoint_ns``).
+
+    Rows carry their channel name. The kind column is a constant of this code
+    (PostgreSQL needs typed UNION columns, which a bound parameter would not give).
+    """
+
+    def __init__(self, shape: tuple[tuple[str, int], ...]) -> None:
+        thread_id = bindparam("thread_id", type_=writes.c.thread_id.type)
+        checkpoint_ns = bindparam("checkpoint_ns", type_=writes.c.checkpoint_ns.type)
+        selects: list[Select[Any]] = []
+        #: Per part, its bound names in the order :meth:`params` fills them.
+        self.names: list[tuple[str, ...]] = []
+        for b, (kind, size) in enumerate(shape):
+            if kind == "w":
+                ids = [f"i{b}_{j}" for j in range(size)]
+                self.names.append((f"c{b}", *ids))
+                id_type = writes.c.checkpoint_id.type
+                selects.append(
+                    select(
+                        literal_column("'w'", String).label("kind"),
+                        writes.c.channel,
+                        writes.c.checkpoint_id,
+                        writes.c.task_path,
+                        writes.c.task_id,
+                        writes.c.idx,
+                        writes.c.type,
+                        writes.c.blob,
+                    ).where(
+                        writes.c.thread_id == thread_id,
+                        writes.c.checkpoint_ns == checkpoint_ns,
+                        writes.c.channel == bindparam(f"c{b}", type_=writes.c.channel.type),
+                        writes.c.checkpoint_id.in_([bindparam(n, type_=id_type) for n in ids]),
+                    )
+                )
+                continue
+            self.names.append((f"c{b}", f"n{b}", f"s{b}", f"v{b}"))
+            blob_channel = sql_cast(blobs.c.channel, Text)
+            selects.append(
+                _seed_branch("s", blob_channel, blobs.c.type, blobs.c.blob).where(
+                    blobs.c.thread_id == thread_id,
+                    blobs.c.checkpoint_ns == checkpoint_ns,
+                    blobs.c.channel == bindparam(f"c{b}", type_=blobs.c.channel.type),
+                    blobs.c.version == bindparam(f"v{b}", type_=blobs.c.version.type),
+                    blobs.c.base_version.is_(None),  # a piece is read rebuilt, after
+                )
+            )
+            # The value is in the seed checkpoint's row or in the blobs table.
+            selects.append(
+                _seed_branch(
+                    "i",
+                    sql_cast(bindparam(f"n{b}", type_=Text), Text),
+                    sql_cast(null(), String),
+                    checkpoints.c.inline_values,
+                ).where(
+                    checkpoints.c.thread_id == thread_id,
+                    checkpoints.c.checkpoint_ns == checkpoint_ns,
+                    checkpoints.c.checkpoint_id
+                    == bindparam(f"s{b}", type_=checkpoints.c.checkpoint_id.type),
+                    checkpoints.c.inline_values.is_not(None),
+                )
+            )
+        self.stmt: ClauseElement = selects[0] if len(selects) == 1 else union_all(*selects)
+
+    def params(
+        self, batch: Sequence[tuple[str, str, Sequence[str]]], thread_id: str, checkpoint_ns: str
+    ) -> dict[str, Any]:
+        """The bound values for ``batch`` (the parts this statement was built for)."""
+        params: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        for names, (kind, ch, ids) in zip(self.names, batch, strict=True):
+            if kind == "w":
+                # ids padded to the bound list's size with the last one
+                padded = [*ids, *(ids[-1],) * (len(names) - 1 - len(ids))]
+                params.update(zip(names, (ch, *padded), strict=True))
+            else:
+                seed_id, version = ids
+                params.update(zip(names, (ch, ch, seed_id, version), strict=True))
+        return params
 
 
 def _seed_branch(kind: str, channel: Any, type_: Any, value: Any) -> Select[Any]:

@@ -49,7 +49,7 @@ from sqlalchemy.engine import URL, Dialect, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateSchema
 from sqlalchemy.sql.dml import Insert
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.types import TypeEngine
 
 __all__ = ["NO_TRANSACTION_OPTION", "WRITE_OPTION", "Binder", "QueryBuilder"]
@@ -373,9 +373,14 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, DriverErrors, DriverAr
         return tuple_(c.thread_id, c.checkpoint_ns, c.checkpoint_id).in_(rows)
 
     @abstractmethod
-    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
-        """Condition: the JSON object in ``column`` has the top-level key ``key`` (a bound
-        parameter)."""
+    def json_has_key(self, column: Any, key: str | BindParameter[str]) -> ColumnElement[bool]:
+        """Condition: the JSON object in ``column`` has the top-level key ``key``: a name
+        (bound as a parameter), or a bound parameter whose value is :meth:`json_key_value`
+        of the name (a statement built once for any key)."""
+
+    def json_key_value(self, key: str) -> str:
+        """The value of a bound ``key`` of :meth:`json_has_key` testing for ``key``: itself."""
+        return key
 
     # -- the store (langgraph.store.sqlalchemy) -------------------------------------
 

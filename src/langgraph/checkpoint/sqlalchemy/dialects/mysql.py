@@ -60,7 +60,7 @@ from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.dml import Insert
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 __all__ = ["MYSQL_RECURSION_LIMIT", "MariaDBQueryBuilder", "MySQLQueryBuilder"]
 
@@ -283,9 +283,14 @@ class MySQLQueryBuilder(MySQLJsonFilters, QueryBuilder):
             return func.json_equals(extracted, bind(text, Text)) == 1
         return extracted == cast(bind(text, Text), mysql.JSON)
 
-    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
-        """``JSON_CONTAINS_PATH`` with a quoted path."""
-        return func.json_contains_path(column, "one", literal(_path(key), Text)) == 1
+    def json_has_key(self, column: Any, key: str | BindParameter[str]) -> ColumnElement[bool]:
+        """``JSON_CONTAINS_PATH`` with a quoted path (:meth:`json_key_value`)."""
+        path = literal(_path(key), Text) if isinstance(key, str) else key
+        return func.json_contains_path(column, "one", path) == 1
+
+    def json_key_value(self, key: str) -> str:
+        """The JSON path of the key (``$."key"``), what :meth:`json_has_key` tests."""
+        return _path(key)
 
     def table_estimates(
         self, connection: Connection, sizes: Mapping[Table, ColumnElement[Any]]

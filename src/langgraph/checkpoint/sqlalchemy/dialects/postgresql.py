@@ -49,7 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 __all__ = ["PostgreSQLQueryBuilder"]
@@ -329,9 +329,10 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
         found: ColumnElement[bool] = table.c.metadata.op("@>", return_type=Boolean)(doc)
         return found
 
-    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+    def json_has_key(self, column: Any, key: str | BindParameter[str]) -> ColumnElement[bool]:
         """The JSONB ``?`` operator."""
-        has: ColumnElement[bool] = column.op("?", return_type=Boolean)(literal(key, Text))
+        bound = literal(key, Text) if isinstance(key, str) else key
+        has: ColumnElement[bool] = column.op("?", return_type=Boolean)(bound)
         return has
 
     def table_estimates(

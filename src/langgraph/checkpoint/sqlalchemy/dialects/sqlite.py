@@ -58,7 +58,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 __all__ = [
     "MEMDB_PREFIX",
@@ -294,7 +294,7 @@ class SQLiteQueryBuilder(SQLiteFiles, SQLiteJsonFilters, QueryBuilder):
             out[table.name] = {"rows": rows, "bytes": rows * int(total) // int(n) if n else 0}
         return out
 
-    def json_has_key(self, column: Any, key: str) -> ColumnElement[bool]:
+    def json_has_key(self, column: Any, key: str | BindParameter[str]) -> ColumnElement[bool]:
         """``EXISTS (SELECT 1 FROM json_each(column) WHERE key = ?)``."""
         member = func.json_each(column).table_valued("key").alias()
         found = exists(select(literal(1)).select_from(member).where(member.c.key == key))
