@@ -116,3 +116,40 @@ async def test_key_limits_are_stated_and_nothing_is_truncated(door: Door) -> Non
         with pytest.raises(CheckpointConfigError, match=limit):
             await door.put({"configurable": configurable}, empty_checkpoint(), {}, {})
     assert [t.config for t in await door.list(None)] == [stored]
+
+
+async def test_psycopg_reads_values_in_binary_and_client_cursors_in_text(
+    saver_factory: Any, backend: str
+) -> None:
+    """On psycopg the reads of stored values ask for binary results (a bytea value as its
+    bytes, not as hex text); a connection whose cursors bind on the client side
+    (``ClientCursor``, which refuses binary results) reads them in text format. Both
+    read back what was stored, values, pending writes and delta history alike."""
+    if backend != "postgres":
+        pytest.skip("psycopg's result formats")
+    import psycopg
+
+    value = [big_text(100_000), os.urandom(1_000), {"n": 1, "f": 0.5, "t": "ü"}]
+    for connect_args in ({}, {"cursor_factory": psycopg.ClientCursor}):
+        saver = saver_factory(connect_args=connect_args) if connect_args else saver_factory()
+        door = Door(saver, "sync")
+        checkpoint = empty_checkpoint()
+        version = saver.get_next_version(None, None)
+        checkpoint["channel_values"] = {"big": value}
+        checkpoint["channel_versions"] = {"big": version}
+        stored = await door.put(config(), checkpoint, {}, {"big": version})
+        await door.put_writes(stored, [("big", value)], "task-1")
+        got = await door.get_tuple(stored)
+        assert got is not None
+        assert got.checkpoint["channel_values"]["big"] == value
+        assert got.pending_writes == [("task-1", "big", value)]
+        child = empty_checkpoint()
+        child_version = saver.get_next_version(version, None)
+        child["channel_versions"] = {"big": child_version}  # a delta step: no value
+        latest = await door.put(stored, child, {}, {"big": child_version})
+        history = await door.get_delta_channel_history(config=latest, channels=["big"])
+        assert dict(history) == {"big": {"writes": [("task-1", "big", value)], "seed": value}}
+        with saver.engine.connect() as conn:
+            cursor = conn.connection.cursor()
+            assert isinstance(cursor, psycopg.ClientCursor) == bool(connect_args)
+            cursor.close()

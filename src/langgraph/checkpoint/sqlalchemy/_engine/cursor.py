@@ -36,6 +36,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
+from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS
 from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import handle_dbapi_error
 from langgraph.checkpoint.sqlalchemy.schema import (
     NAME_KEY_LENGTH,
@@ -104,6 +105,7 @@ class _Compiled:
         "floats",
         "names",
         "positional",
+        "reader",
         "result",
         "row_type",
         "selected",
@@ -111,7 +113,11 @@ class _Compiled:
     )
 
     def __init__(
-        self, construct: ClauseElement, conn: Connection, schema_map: Mapping[Any, Any] | None
+        self,
+        construct: ClauseElement,
+        conn: Connection,
+        schema_map: Mapping[Any, Any] | None,
+        values: bool = False,
     ) -> None:
         dialect = conn.dialect
         translate: dict[str, Any] = (
@@ -150,6 +156,11 @@ class _Compiled:
         #: The construct's selected columns (their types' result processors), or None.
         self.selected: Any = columns
         self._per_column: Any = None
+        #: What the dialect does to a cursor before a read of stored values, or None.
+        builder = DIALECTS.get(dialect.name) if values else None
+        self.reader: Callable[[Any], None] | None = (
+            builder.value_reader(dialect) if builder is not None else None
+        )
 
     def row_params(self, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> Any:
         """The driver's parameters of a :func:`many_form` statement of ``rows`` (values in
@@ -241,12 +252,15 @@ if hasattr(os, "register_at_fork"):  # not on Windows
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _compiled(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled:
+def _compiled(
+    conn: Connection, construct: ClauseElement, key: Any, values: bool = False
+) -> _Compiled:
     schema_map = conn.get_execution_options().get("schema_translate_map")
-    full = (id(construct), key, tuple(schema_map.items()) if schema_map else None)
+    kind = (key, values) if values else key
+    full = (id(construct), kind, tuple(schema_map.items()) if schema_map else None)
     found = _CACHE.get(full)
     if found is None:
-        found = _Compiled(construct, conn, schema_map)
+        found = _Compiled(construct, conn, schema_map, values)
         with _LOCK:
             if full in _CACHE:  # another thread compiled it meanwhile
                 return _CACHE[full]
@@ -281,12 +295,14 @@ def _listened(conn: Connection) -> bool:
     return bool(dispatch.before_cursor_execute) or bool(dispatch.after_cursor_execute)
 
 
-def _driven(conn: Connection, construct: ClauseElement, key: Any) -> _Compiled | None:
+def _driven(
+    conn: Connection, construct: ClauseElement, key: Any, values: bool = False
+) -> _Compiled | None:
     """The compiled form to run on the cursor, or None when the statement must go
     through ``Connection.execute`` (a cursor listener, an expanding ``IN``)."""
     if _listened(conn):
         return None
-    c = _compiled(conn, construct, key)
+    c = _compiled(conn, construct, key, values)
     return None if c.expanding else c
 
 
@@ -313,6 +329,8 @@ def _execute(
     held: Any = conn
     cursor = held.dbapi.cursor() if type(held) is LaneConnection else held.connection.cursor()
     try:
+        if c.reader is not None:
+            c.reader(cursor)
         cursor.execute(c.sql, args)
         raw = cursor.fetchall() if c.row_type is not None else None
         description = cursor.description
@@ -370,6 +388,7 @@ def rows(
     key: Any,
     *,
     first_only: int = 0,
+    values: bool = False,
     plain: bool = False,
 ) -> list[Any]:
     """The rows of a SELECT construct, as named tuples of processed values (attributes
@@ -385,13 +404,16 @@ def rows(
         first_only: The columns before this index are processed (their types' result
             processors) in the first row only, raw in the others: a row joined to
             several rows repeats its columns, and the caller reads them once.
+        values: The rows carry stored values (binary columns): read the way the
+            dialect reads them fastest (:meth:`.QueryBuilder.value_reader`: binary
+            results on psycopg), the values the same.
         plain: The rows as sequences of the values, without the names (no named
             tuple made a row), for a caller that unpacks them.
 
     Raises:
         sqlalchemy.exc.DBAPIError: The driver's error, wrapped as SQLAlchemy wraps it.
     """
-    c = _driven(conn, construct, key)
+    c = _driven(conn, construct, key, values)
     if c is None:
         return list(conn.execute(construct, dict(params)).all())  # type: ignore[call-overload]
     return _run(conn, c, params, first_only, plain)  # type: ignore[no-any-return]

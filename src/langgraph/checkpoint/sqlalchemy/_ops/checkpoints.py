@@ -217,7 +217,7 @@ class Statements:
             self._blobs_in[len(keys)] = stmt
         rows: dict[tuple[str, str, str], dict[str, StoredRow]] = {}
         chains: dict[BlobKey, str | None] = {}
-        found = cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+        found = cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn), values=True)
         asked = _pieces.collect(found, rows, chains)
         values = {key: _pieces.value_of(rows, chains, key) for key in asked}
         missing = {(k[0], k[1], k[2], v.missing) for k, v in values.items() if v.missing}
@@ -241,7 +241,7 @@ class Statements:
         if stmt is None:
             stmt = select(*_WRITE_COLUMNS).where(self.qb.keys_in(self._write_key, len(keys)))
             self._writes_in[len(keys)] = stmt
-        return cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn))
+        return cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn), values=True)
 
 
 _SHARED: dict[type[QueryBuilder], Statements] = {}
@@ -414,9 +414,9 @@ def get_checkpoint(
     once = len(CHECKPOINT_COLUMNS)
     if checkpoint_id:
         params["checkpoint_id"] = checkpoint_id
-        rows = cursor.rows(conn, st.by_id, params, st.key(conn), first_only=once)
+        rows = cursor.rows(conn, st.by_id, params, st.key(conn), first_only=once, values=True)
     else:
-        rows = cursor.rows(conn, st.latest, params, st.key(conn), first_only=once)
+        rows = cursor.rows(conn, st.latest, params, st.key(conn), first_only=once, values=True)
     if not rows:
         return None
     row = rows[0]

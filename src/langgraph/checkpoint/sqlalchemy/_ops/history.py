@@ -344,7 +344,7 @@ def fetch(
     for batch in _batches(parts, in_list):
         stmt, params = shapes.fetch(batch, in_list, thread_id, checkpoint_ns)
         for kind, ch, checkpoint_id, task_path, task_id, idx, type_, blob in cursor.rows(
-            conn, stmt, params, key, plain=True
+            conn, stmt, params, key, values=True, plain=True
         ):
             history = result[ch]
             if kind == "s":

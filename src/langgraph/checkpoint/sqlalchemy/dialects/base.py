@@ -176,6 +176,13 @@ class QueryBuilder(ListingOrders, LeaseRows, JsonFilters, DriverErrors, DriverAr
             event.listen(engine, "handle_error", listener)
 
     @classmethod
+    def value_reader(cls, dialect: Dialect) -> Callable[[Any], None] | None:
+        """What to do to a DBAPI cursor of ``dialect`` before it runs a read whose rows
+        carry stored values (channel values, pending writes); None (the default):
+        nothing."""
+        return None
+
+    @classmethod
     def compile_key(cls, dialect: Dialect) -> tuple[Any, ...]:
         """What the SQL compiled for a dialect instance depends on besides the statement
         and the schema map: statements compiled once are shared by every engine whose

@@ -14,7 +14,7 @@ import importlib
 import os
 import re
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -138,6 +138,28 @@ class PostgreSQLQueryBuilder(PostgreSQLJsonFilters, QueryBuilder):
         if options.get("isolation_level") != "AUTOCOMMIT" or not _asyncpg_uncached(engine):
             return options
         return {k: v for k, v in options.items() if k != "isolation_level"}
+
+    @classmethod
+    def value_reader(cls, dialect: Dialect) -> Callable[[Any], None] | None:
+        """psycopg (sync): results in binary format (``Cursor.format``), as
+        ``PostgresSaver`` reads them. In text format a ``bytea`` value comes as hex
+        text, twice its size, which libpq decodes: 6.5 M instructions of a 37.8 M
+        ``get_tuple`` of 400 messages of 400 characters (0.27 MB), 1.21x
+        ``PostgresSaver``'s. Every type the saver reads loads alike in both formats.
+        Not for a ``ClientCursor`` (client-side binding, which refuses binary
+        results), nor on the async door, whose adapted cursor has no such setting
+        (asyncpg reads binary always)."""
+        if dialect.driver != "psycopg" or dialect.is_async:
+            return None
+        psycopg = importlib.import_module("psycopg")
+        binary = psycopg.pq.Format.BINARY
+        client_side = psycopg.ClientCursor
+
+        def read_binary(cursor: Any) -> None:
+            if not isinstance(cursor, client_side):
+                cursor.format = binary
+
+        return read_binary
 
     @property
     def one_statement_read_options(self) -> dict[str, Any]:
