@@ -15,7 +15,7 @@ from langgraph.store.base import InvalidNamespaceError
 from sqlalchemy import update
 
 from langgraph.checkpoint.sqlalchemy import StoreDecodeError, StoreRequestError
-from langgraph.checkpoint.sqlalchemy.schema import Undecodable, _load_json
+from langgraph.checkpoint.sqlalchemy.schema import Undecodable, load_json
 from langgraph.store.sqlalchemy import SQLAlchemyStore, _prepared, namespaces
 from langgraph.store.sqlalchemy.tables import items
 
@@ -113,7 +113,7 @@ STORED_TEXTS = [
 
 @pytest.mark.parametrize("stored", STORED_TEXTS, ids=range(len(STORED_TEXTS)))
 def test_json_text_reads_as_json_loads_reads_it_or_as_undecodable(stored: str) -> None:
-    got = _load_json(stored)
+    got = load_json(stored)
     try:
         want = json.loads(stored)
     except (ValueError, RecursionError):

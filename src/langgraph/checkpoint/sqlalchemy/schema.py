@@ -319,10 +319,9 @@ class Undecodable:
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def _load_json(value: Any) -> Any:
-    """The result processor of :class:`JsonRead`: one ``json.loads``, never raising.
-
-    Text that is one document and nothing else (what the store and saver write) is
+def load_json(value: Any) -> Any:
+    """The result processor of :class:`JsonRead`: one ``json.loads``, never raising. Text
+    that is one document and nothing else (what the store and saver write) is
     parsed by ``json.loads``'s own C scanner directly, without its two Python frames;
     anything else (space around it, bytes, invalid JSON) goes through ``json.loads``,
     which gives the same document or the error."""
@@ -345,14 +344,9 @@ def _load_json(value: Any) -> Any:
     return value
 
 
-#: What :class:`JsonRead` makes of a JSON column's text (:func:`_load_json`), for a reader
-#: that selects the text and parses it itself.
-load_json = _load_json
-
-
 class JsonRead(TypeDecorator[Any]):
     """How the saver reads a JSON column (``metadata``, ``value_versions``): parsed by
-    :func:`_load_json` in the result processor, which never raises (a forged row's
+    :func:`load_json` in the result processor, which never raises (a forged row's
     text becomes an :class:`Undecodable`), instead of by the JSON type's own processor
     or the driver, whose errors would abort the whole fetch.
 
@@ -378,7 +372,7 @@ class JsonRead(TypeDecorator[Any]):
         return column
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Any:
-        return _load_json
+        return load_json
 
 
 def read_json(column: ColumnElement[Any]) -> Label[Any]:
