@@ -50,17 +50,22 @@ class Parameters:
     others: bool
 
 
-#: :func:`parameters` by (family, driver).
-_PARAMETERS: dict[tuple[type[QueryBuilder], str], Parameters | None] = {}
+#: :func:`parameters` by (family, driver), for the drivers that could be imported.
+_PARAMETERS: dict[tuple[type[QueryBuilder], str], Parameters] = {}
 
 
 def parameters(family: type[QueryBuilder], driver: str) -> Parameters | None:
     """The parameters of ``driver``'s ``connect`` (its module's, as ``driver_modules``
-    names it), or None when the module cannot be imported."""
+    names it), or None when the module cannot be imported. A module that cannot be
+    imported is tried again at the next call (installed since, or no longer hidden):
+    only what was read is kept."""
     key = (family, driver)
-    if key not in _PARAMETERS:
-        _PARAMETERS[key] = _read_parameters(family.driver_modules[driver][0])
-    return _PARAMETERS[key]
+    found = _PARAMETERS.get(key)
+    if found is None:
+        found = _read_parameters(family.driver_modules[driver][0])
+        if found is not None:
+            _PARAMETERS[key] = found
+    return found
 
 
 def _read_parameters(module_name: str) -> Parameters | None:
