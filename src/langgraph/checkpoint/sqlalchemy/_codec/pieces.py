@@ -201,7 +201,14 @@ def assemble(rows: Mapping[str, StoredRow], version: str) -> tuple[str, bytes, i
     row = rows[version]
     if row.base_version is None:
         blob = row.blob if row.blob is not None else b""
-        return row.type, blob, len(blob), 0
+        # A forged row may hold anything (SQLite stores any type in any column): the
+        # value is handed on as it is, and its decoding says what is wrong with it.
+        return (
+            row.type,
+            blob,
+            len(blob) if isinstance(blob, (bytes, bytearray, memoryview)) else 0,
+            0,
+        )
     path = [row]  # newest first
     while row.base_version is not None:
         base = rows.get(row.base_version)
@@ -271,6 +278,8 @@ def value_of(
         type_, data, whole, appended = assemble(rows[key[:3]], key[3])
     except PieceError as e:
         return StoredValue("", None, error=str(e), missing=e.missing)
+    except (TypeError, ValueError, AttributeError) as e:  # a forged row's columns
+        return StoredValue("", None, error=f"its rows are not what the saver writes ({e})")
     return StoredValue(type_, data, chains.get(key), whole, appended)
 
 

@@ -495,13 +495,18 @@ class Codec:
         thread_id, checkpoint_ns = rec.thread_id, rec.checkpoint_ns
         for channel, found in rec.stored.items():
             version = rec.versions.get(channel)
-            if version is None or found.blob is None or channel not in values:
+            blob = found.blob
+            if version is None or channel not in values:
                 continue
+            if not isinstance(blob, bytes):
+                if not isinstance(blob, (bytearray, memoryview)):
+                    continue  # (a forged row's column may hold anything)
+                blob = bytes(blob)  # psycopg2 reads bytea as a memoryview
             entry = Entry(
                 version,
                 values[channel],
                 found.type,
-                found.blob,
+                blob,
                 found.chain,
                 found.whole_size,
                 found.appended,
