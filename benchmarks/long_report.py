@@ -2,8 +2,8 @@
 Markdown section of ``docs/benchmarks.md`` between the ``long-thread-results`` markers and
 ``docs/img/benchmarks/long_thread.svg``.
 
-The targets are issue 44's, read as ratios ours / official at the same turn, printed
-met or not met: a report, never a test assertion.
+The targets are the long-thread goals (docs/benchmarks.md), read as ratios ours /
+official at the same turn, printed met or not met: a report, never a test assertion.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _ratio(
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 44's targets that the run can judge, each as a ratio with met / not met
+    """The long-thread targets the run can judge, each as a ratio with met / not met
     (a turn past the run's last turn is judged at its last turn, and says so)."""
     out: list[dict[str, Any] | None] = []
     names = {"sqlite": "SqliteSaver", "postgres": "PostgresSaver"}
@@ -291,7 +291,7 @@ def section(result: dict[str, Any]) -> str:
         "",
         table(result),
         "",
-        "Targets (issue 44), ours / reference at the same turn:",
+        "Targets (linear-cost long threads), ours / reference at the same turn:",
         "",
         targets_table(result.get("targets") or targets(result)),
         "",

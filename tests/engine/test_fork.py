@@ -13,7 +13,7 @@ hang is a failure through the timeout, never waited out by a sleep).
   own after SQLAlchemy's ``engine.dispose(close=False)``; ``from_conn_string``'s need
   nothing) and on a new one; the parent's connections keep working, and the child's
   writes are in the parent's database.
-- The reproducer of issue 43: after one async call on SQLite, the child's first async
+- The hang after a fork: after one async call on SQLite, the child's first async
   call on a new saver, a new file and a new loop completed never (the SQLite worker
   threads' counts survived the fork, the threads did not).
 - A fork while another thread of the parent holds each lock that the child resets (or
@@ -267,7 +267,7 @@ def test_a_forked_child_completes_sync_and_async_calls(
         loop.close()
 
 
-# -- the reproducer of issue 43 ---------------------------------------------------------------
+# -- the hang after a fork: the reproducer ------------------------------------------------------
 
 
 async def _first_async_calls(kind: str, path: Path) -> bool:

@@ -1,6 +1,6 @@
 """Every password form libpq and SQLAlchemy accept, and their near misses, through every
 path that echoes a URL or connection string: no secret, nor any piece of it four
-characters long, in any output (issue 43, item 6).
+characters long, in any output.
 
 :data:`FORMS` is the table: URL user information (``user:pw@``, ``user:p@ss@host``, a
 space, a ``/``, percent-encoded), URL query parameters (``?password=``, ``sslpassword``,
