@@ -407,3 +407,30 @@ def test_echo_shows_a_put_and_a_get_tuple(tmp_path: Any, caplog: pytest.LogCaptu
         assert re.search(r"SELECT\s.*\sFROM\s+(\S+\.)?LGSA_CHECKPOINTS\b", text, re.S)
     finally:
         saver.close()
+
+
+async def test_rows_processed_once_per_distinct_key_equal_rows_processed_each(
+    saver_factory: Any,
+) -> None:
+    """A read of many rows whose leading key columns repeat (a value's pieces) processes
+    each distinct key once: the rows it returns equal, value for value and type for
+    type, those processed row by row, on every dialect (MySQL/MariaDB read key columns
+    as bytes)."""
+    from sqlalchemy import select
+
+    from langgraph.checkpoint.sqlalchemy import schema
+
+    saver = saver_factory(inline_limit=0)  # every value in the blobs table
+    door = Door(saver, "sync")
+    for thread in ("t-1", "t-2", "x" * (schema.NAME_KEY_LENGTH + 5)):
+        await _put_steps(door, thread, [{"big": [*BIG_LIST, str(i)]} for i in range(4)])
+    t = schema.blobs
+    stmt = select(t.c.thread_id, t.c.checkpoint_ns, t.c.channel, t.c.version, t.c.blob)
+    engine = saver.engine.execution_options(schema_translate_map={None: saver.schema})
+    with engine.connect() as conn:
+        key = conn.dialect
+        each = cursor.rows(conn, stmt, {}, key, values=True, plain=True)
+        once = cursor.rows(conn, stmt, {}, key, repeated=3, values=True, plain=True)
+    assert len(each) >= 12
+    assert [[(type(v), v) for v in r] for r in once] == [[(type(v), v) for v in r] for r in each]
+    assert {type(r[0]) for r in once} == {schema.StoredKey}

@@ -71,18 +71,8 @@ def _header(data: bytes) -> tuple[int, int] | None:
     start of ``data``; None for any other value (or too few bytes)."""
     if not data:
         return None
-    b = data[0]
-    if 0x90 <= b <= 0x9F:
-        found = _ARRAY, 1
-    elif 0x80 <= b <= 0x8F:
-        found = _MAP, 1
-    elif 0xA0 <= b <= 0xBF:
-        found = _STR, 1
-    else:
-        found = _LONG.get(b)  # type: ignore[assignment]
-        if found is None:
-            return None
-    return found if len(data) >= found[1] else None
+    found = _HEADS[data[0]]
+    return found if found is not None and len(data) >= found[1] else None
 
 
 #: Headers with a length field: first byte to ``(kind, header length)``.
@@ -98,6 +88,18 @@ _LONG = {
     0xC5: (_BIN, 3),
     0xC6: (_BIN, 5),
 }
+#: ``(kind, header length)`` by first byte (None: not a container msgpack extends): the
+#: fixed-size headers (fixarray, fixmap, fixstr) and :data:`_LONG`.
+_HEADS: tuple[tuple[int, int] | None, ...] = tuple(
+    (_ARRAY, 1)
+    if 0x90 <= b <= 0x9F
+    else (_MAP, 1)
+    if 0x80 <= b <= 0x8F
+    else (_STR, 1)
+    if 0xA0 <= b <= 0xBF
+    else _LONG.get(b)
+    for b in range(256)
+)
 
 
 def body_start(data: bytes) -> int | None:
@@ -222,49 +224,58 @@ def assemble(rows: Mapping[str, StoredRow], version: str) -> tuple[str, bytes, i
     start = _header(whole)
     if start is None:
         raise PieceError("the value its pieces extend is not a container")
-    parts = [memoryview(whole)[start[1] :]]
+    kind = start[0]
+    parts: list[bytes | memoryview] = [b"", memoryview(whole)[start[1] :]]
     length = len(whole) - start[1]
     appended = 0
     for piece in reversed(path[:-1]):  # oldest piece first
         blob = piece.blob or b""
         head = _header(blob)
-        if piece.type != row.type or head is None or head[0] != start[0]:
+        if head is None or head[0] != kind or piece.type != row.type:
             raise PieceError("a piece does not extend its base (another type or kind)")
-        parts.append(memoryview(blob)[head[1] :])
-        length += len(blob) - head[1]
+        skip = head[1]
+        parts.append(memoryview(blob)[skip:])
+        length += len(blob) - skip
         appended += len(blob)
-        if piece.size is not None and piece.size != head[1] + length:
+        if piece.size is not None and piece.size != skip + length:
             raise PieceError(
-                f"a piece rebuilds {head[1] + length} bytes where its writer stored {piece.size}"
+                f"a piece rebuilds {skip + length} bytes where its writer stored {piece.size}"
             )
     newest = path[0].blob or b""
     head = _header(newest)
     assert head is not None  # checked in the loop
-    return row.type, newest[: head[1]] + b"".join(parts), len(whole), appended
+    parts[0] = newest[: head[1]]  # the newest header first: the bytes copied once
+    return row.type, b"".join(parts), len(whole), appended
 
 
 def collect(
     found: Iterable[Sequence[Any]],
     rows: dict[Owner, dict[str, StoredRow]],
     chains: dict[tuple[str, str, str, str], str | None],
-) -> list[tuple[str, str, str, str]]:
-    """File the rows of a value read into ``rows`` and ``chains``, and return the keys
-    asked for that have a row.
+) -> None:
+    """File the rows of a value read into ``rows`` and ``chains``.
 
     Args:
-        found: The rows read: the key asked for, ``(thread_id, checkpoint_ns, channel,
-            version)``, then one row of its chain, ``(version, type, blob,
-            base_version, chain, size)``.
+        found: The rows read, ``(thread_id, checkpoint_ns, channel, version, type,
+            blob, base_version, chain, size)``: the rows of the keys asked for, with
+            their ``chain``, and the rows of their chains, whose ``chain`` may be None
+            (it is their key's).
         rows: Rows by ``(thread_id, checkpoint_ns, channel)`` and version (filled).
         chains: The ``chain`` column by ``(thread_id, checkpoint_ns, channel,
-            version)`` (filled).
+            version)``, for the rows that returned it (filled).
     """
-    asked: dict[tuple[str, str, str, str], None] = {}
-    for t, ns, ch, want, version, type_, blob, base, chain, size in found:
-        asked[(t, ns, ch, want)] = None
-        rows.setdefault((t, ns, ch), {})[version] = StoredRow(type_, blob, base, size)
-        chains[(t, ns, ch, version)] = chain
-    return list(asked)
+    for t, ns, ch, version, type_, blob, base, chain, size in found:
+        owner = (t, ns, ch)
+        group = rows.get(owner)
+        if group is None:
+            group = rows[owner] = {}
+        # (tuple.__new__: the row made in C, not through the named tuple's __new__)
+        group[version] = _new_row(StoredRow, (type_, blob, base, size))
+        if chain is not None:
+            chains[(t, ns, ch, version)] = chain
+
+
+_new_row = tuple.__new__
 
 
 def value_of(

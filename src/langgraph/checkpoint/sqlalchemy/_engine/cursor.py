@@ -312,15 +312,21 @@ def _run(
     params: Mapping[str, Any],
     first_only: int = 0,
     plain: bool = False,
+    repeated: int = 0,
 ) -> Any:
     """Execute on the DBAPI cursor; return the cursor's rows (or None), the columns
-    before ``first_only`` processed in the first row only, as named tuples (``plain``:
-    sequences)."""
-    return _execute(conn, c, c.parameters(params), first_only, plain)
+    before ``first_only`` processed in the first row only, those before ``repeated``
+    once per distinct value, as named tuples (``plain``: sequences)."""
+    return _execute(conn, c, c.parameters(params), first_only, plain, repeated)
 
 
 def _execute(
-    conn: Connection, c: _Compiled, args: Any, first_only: int = 0, plain: bool = False
+    conn: Connection,
+    c: _Compiled,
+    args: Any,
+    first_only: int = 0,
+    plain: bool = False,
+    repeated: int = 0,
 ) -> Any:
     """:func:`_run` with the driver's parameters made already."""
     if not conn.in_transaction():
@@ -357,6 +363,8 @@ def _execute(
         return raw if plain else [make(r) for r in raw]
     out = []
     processors = c.result
+    if repeated:
+        return _memoized(raw, processors, repeated, make, plain)
     for r in raw:
         values = list(r)
         for i, p, str_unchanged in processors:
@@ -367,6 +375,38 @@ def _execute(
         if first_only:
             processors = tuple(x for x in processors if x[0] >= first_only)
             first_only = 0
+    return out
+
+
+def _memoized(
+    raw: list[Any],
+    processors: tuple[tuple[int, Any, bool], ...],
+    repeated: int,
+    make: Any,
+    plain: bool,
+) -> list[Any]:
+    """:func:`_execute`'s processing of ``raw`` rows whose first ``repeated`` columns
+    take few distinct values: each distinct tuple of them processed once."""
+    keyed = tuple(p for p in processors if p[0] < repeated)
+    rest = tuple(p for p in processors if p[0] >= repeated)
+    seen: dict[tuple[Any, ...], list[Any]] = {}
+    out = []
+    for r in raw:
+        head = tuple(r[:repeated])
+        done = seen.get(head)
+        if done is None:
+            done = list(head)
+            for i, p, str_unchanged in keyed:
+                v = done[i]
+                if not (str_unchanged and type(v) is str):
+                    done[i] = p(v)
+            seen[head] = done
+        values = done + list(r[repeated:])
+        for i, p, str_unchanged in rest:
+            v = values[i]
+            if not (str_unchanged and type(v) is str):
+                values[i] = p(v)
+        out.append(values if plain else make(values))
     return out
 
 
@@ -388,6 +428,7 @@ def rows(
     key: Any,
     *,
     first_only: int = 0,
+    repeated: int = 0,
     values: bool = False,
     plain: bool = False,
 ) -> list[Any]:
@@ -404,6 +445,9 @@ def rows(
         first_only: The columns before this index are processed (their types' result
             processors) in the first row only, raw in the others: a row joined to
             several rows repeats its columns, and the caller reads them once.
+        repeated: The columns before this index hold few distinct values over many
+            rows (the key of the rows of one value's pieces): each distinct value is
+            processed once, and its rows share the result.
         values: The rows carry stored values (binary columns): read the way the
             dialect reads them fastest (:meth:`.QueryBuilder.value_reader`: binary
             results on psycopg), the values the same.
@@ -416,7 +460,7 @@ def rows(
     c = _driven(conn, construct, key, values)
     if c is None:
         return list(conn.execute(construct, dict(params)).all())  # type: ignore[call-overload]
-    return _run(conn, c, params, first_only, plain)  # type: ignore[no-any-return]
+    return _run(conn, c, params, first_only, plain, repeated)  # type: ignore[no-any-return]
 
 
 def execute(

@@ -40,7 +40,7 @@ from langgraph.checkpoint.sqlalchemy.schema import (
     read_json,
     writes,
 )
-from sqlalchemy import Connection, Select, and_, bindparam, delete, select, union_all
+from sqlalchemy import Connection, Select, and_, bindparam, delete, null, select, union_all
 
 CHECKPOINT_COLUMNS = (
     checkpoints.c.thread_id,
@@ -71,7 +71,8 @@ _WRITE_COLUMNS = (
 
 #: Rounds of reads of bases outside a value's chain (see :meth:`Statements.values_in`).
 _BASE_ROUNDS = 4
-#: The columns of a blobs-table row a value read returns after the key asked for.
+#: The columns of a blobs-table row a value read returns after its thread, namespace and
+#: channel.
 _PIECE_COLUMNS = ("version", "type", "blob", "base_version", "chain", "size")
 
 
@@ -197,19 +198,25 @@ class Statements:
         if stmt is None:
             # Two branches, each served by an index: the rows of the keys (primary
             # key), and for a piece the other rows of its chain (the chain index).
+            # A chain row returns what assembling it needs (its ``chain`` is its
+            # key's, known from the key's own row): a read fetches up to a few hundred.
             t, p = blobs.alias("lgsa_t"), blobs.alias("lgsa_p")
             target = (t.c.thread_id, t.c.checkpoint_ns, t.c.channel, t.c.version)
-            own = select(*target, *(t.c[name] for name in _PIECE_COLUMNS)).where(
+            own = select(*target[:3], *(t.c[name] for name in _PIECE_COLUMNS)).where(
                 self.qb.keys_in(target, len(keys))
             )
             on = and_(
                 p.c.thread_id == t.c.thread_id,
                 p.c.checkpoint_ns == t.c.checkpoint_ns,
                 p.c.channel == t.c.channel,
-                p.c.chain == t.c.chain,  # (the piece itself again: filed once)
+                p.c.chain == t.c.chain,
+                p.c.version != t.c.version,  # (the piece itself: read by ``own``)
             )
             chain = (
-                select(*target, *(p.c[name] for name in _PIECE_COLUMNS))
+                select(
+                    *target[:3],
+                    *(null() if name == "chain" else p.c[name] for name in _PIECE_COLUMNS),
+                )
                 .select_from(t.join(p, on))
                 .where(self.qb.keys_in(target, len(keys)), t.c.base_version.is_not(None))
             )
@@ -217,9 +224,14 @@ class Statements:
             self._blobs_in[len(keys)] = stmt
         rows: dict[tuple[str, str, str], dict[str, StoredRow]] = {}
         chains: dict[BlobKey, str | None] = {}
-        found = cursor.rows(conn, stmt, self.qb.keys_params(keys), self.key(conn), values=True)
-        asked = _pieces.collect(found, rows, chains)
-        values = {key: _pieces.value_of(rows, chains, key) for key in asked}
+        params = self.qb.keys_params(keys)
+        found = cursor.rows(conn, stmt, params, self.key(conn), repeated=3, values=True, plain=True)
+        _pieces.collect(found, rows, chains)
+        values = {
+            key: _pieces.value_of(rows, chains, key)
+            for key in keys
+            if key[3] in rows.get(key[:3], ())
+        }
         missing = {(k[0], k[1], k[2], v.missing) for k, v in values.items() if v.missing}
         if missing and _depth < _BASE_ROUNDS:
             # A base outside the chain read (its row was stored first by another
