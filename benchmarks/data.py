@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.checkpoint.base import LATEST_VERSION
 from langgraph.checkpoint.base.id import uuid6
 
 _WORDS = [
@@ -18,6 +17,34 @@ _WORDS = [
     "about", "which", "would", "could", "there", "their", "first", "after", "other", "again",
     "and", "for", "with", "from", "this", "that", "have", "will", "your", "more",
 ]  # fmt: skip
+
+
+def written_version() -> int:
+    """The checkpoint format version (``"v"``) LangGraph's loop writes, read from a
+    checkpoint a one-node graph writes (``langgraph.checkpoint.base.LATEST_VERSION`` is
+    older: 2, where the loop writes 4). The official savers read a version below 4 with
+    an extra query for its pending sends: the workloads store what a graph stores."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+
+    class State(TypedDict):
+        x: int
+
+    graph = StateGraph(State)
+    graph.add_node("n", lambda state: {"x": state["x"] + 1})
+    graph.add_edge(START, "n")
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "version"}}
+    graph.compile(checkpointer=saver).invoke({"x": 1}, config)
+    found = saver.get_tuple(config)
+    assert found is not None
+    return int(found.checkpoint["v"])
+
+
+#: The ``"v"`` of the checkpoints the workloads store (:func:`written_version`).
+CHECKPOINT_VERSION = written_version()
 
 SCALARS = ("step", "user", "flag", "score")
 REALISTIC = ("messages", *SCALARS)
@@ -111,13 +138,12 @@ class History:
             version = self.saver.get_next_version(self.versions.get(channel), None)
             self.versions[channel] = new_versions[channel] = version
         checkpoint = {
-            "v": LATEST_VERSION,
+            "v": CHECKPOINT_VERSION,
             "id": str(uuid6(clock_seq=self.step)),
             "ts": datetime.now(timezone.utc).isoformat(),
             "channel_values": vals,
             "channel_versions": dict(self.versions),
             "versions_seen": {"__input__": {}, "agent": seen},
-            "pending_sends": [],
             "updated_channels": changed,
         }
         metadata = {"source": "loop", "step": self.step, "parents": {}, **self.extra}

@@ -96,14 +96,35 @@ def _round_trips(trace_path: str) -> int:
     return count
 
 
-def _pg_conn(impl: str, saver: Any, is_async: bool) -> Any:
-    if impl == "official":
-        return saver.conn.pgconn
-    engine = saver.async_engine.sync_engine if is_async else saver.engine
-    queue: Any = engine.pool._pool  # type: ignore[attr-defined]
-    # The one pooled connection (sequential use); the async pool's queue wraps asyncio's.
-    records = queue.queue if hasattr(queue, "queue") else queue._queue._queue
-    return records[0].driver_connection.pgconn
+def _pg_conns() -> list[Any]:
+    """The libpq connections of every open psycopg connection of the process: the saver's
+    (pooled, or held by its lane) and nothing else, as one saver is open at a time. Each
+    is traced, and their round trips summed: a call that used a second connection counts
+    it too."""
+    import gc
+
+    import psycopg
+
+    kinds = (psycopg.Connection, psycopg.AsyncConnection)
+    return [o.pgconn for o in gc.get_objects() if isinstance(o, kinds) and not o.closed]
+
+
+def _counted(tmp: str, label: str) -> tuple[list[Any], list[Any], list[str]]:
+    """Start tracing every open connection (:func:`_pg_conns`); what :func:`_stop` takes."""
+    conns, files, paths = _pg_conns(), [], []
+    for i, pgconn in enumerate(conns):
+        path = os.path.join(tmp, f"{label}-{i}.trace")
+        files.append(_traced(pgconn, path))
+        paths.append(path)
+    return conns, files, paths
+
+
+def _stop(started: tuple[list[Any], list[Any], list[str]]) -> int:
+    conns, files, paths = started
+    for pgconn, fh in zip(conns, files, strict=True):
+        pgconn.untrace()
+        fh.close()
+    return sum(_round_trips(p) for p in paths)
 
 
 def _traced(pgconn: Any, path: str) -> Any:
@@ -123,13 +144,9 @@ def postgres(servers: Servers, tmp: str) -> dict[tuple[str, str, str], int]:
                 f = sub.op(name, False)
                 f()
                 f()
-                path = os.path.join(tmp, f"{impl}-sync-{name}.trace")
-                pgconn = _pg_conn(impl, saver, False)
-                fh = _traced(pgconn, path)
+                started = _counted(tmp, f"{impl}-sync-{name}")
                 f()
-                pgconn.untrace()
-                fh.close()
-                counts[(impl, "sync", name)] = _round_trips(path)
+                counts[(impl, "sync", name)] = _stop(started)
 
         async def run_async(impl: str = impl) -> None:
             async with open_async(impl, servers.new_store("postgres")) as saver:
@@ -139,13 +156,9 @@ def postgres(servers: Servers, tmp: str) -> dict[tuple[str, str, str], int]:
                     f = sub.op(name, True)
                     await f()
                     await f()
-                    path = os.path.join(tmp, f"{impl}-async-{name}.trace")
-                    pgconn = _pg_conn(impl, saver, True)
-                    fh = _traced(pgconn, path)
+                    started = _counted(tmp, f"{impl}-async-{name}")
                     await f()
-                    pgconn.untrace()
-                    fh.close()
-                    counts[(impl, "async", name)] = _round_trips(path)
+                    counts[(impl, "async", name)] = _stop(started)
 
         asyncio.run(run_async())
     return counts
