@@ -36,6 +36,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from langgraph.checkpoint.sqlalchemy._engine.lane import LaneConnection
+from langgraph.checkpoint.sqlalchemy._engine.results import processed
 from langgraph.checkpoint.sqlalchemy.dialects import DIALECTS
 from langgraph.checkpoint.sqlalchemy.dialects._sqlalchemy_private import handle_dbapi_error
 from langgraph.checkpoint.sqlalchemy.schema import (
@@ -361,53 +362,7 @@ def _execute(
     make = c.row_type._make
     if not c.result:
         return raw if plain else [make(r) for r in raw]
-    out = []
-    processors = c.result
-    if repeated:
-        return _memoized(raw, processors, repeated, make, plain)
-    for r in raw:
-        values = list(r)
-        for i, p, str_unchanged in processors:
-            v = values[i]
-            if not (str_unchanged and type(v) is str):
-                values[i] = p(v)
-        out.append(values if plain else make(values))
-        if first_only:
-            processors = tuple(x for x in processors if x[0] >= first_only)
-            first_only = 0
-    return out
-
-
-def _memoized(
-    raw: list[Any],
-    processors: tuple[tuple[int, Any, bool], ...],
-    repeated: int,
-    make: Any,
-    plain: bool,
-) -> list[Any]:
-    """:func:`_execute`'s processing of ``raw`` rows whose first ``repeated`` columns
-    take few distinct values: each distinct tuple of them processed once."""
-    keyed = tuple(p for p in processors if p[0] < repeated)
-    rest = tuple(p for p in processors if p[0] >= repeated)
-    seen: dict[tuple[Any, ...], list[Any]] = {}
-    out = []
-    for r in raw:
-        head = tuple(r[:repeated])
-        done = seen.get(head)
-        if done is None:
-            done = list(head)
-            for i, p, str_unchanged in keyed:
-                v = done[i]
-                if not (str_unchanged and type(v) is str):
-                    done[i] = p(v)
-            seen[head] = done
-        values = done + list(r[repeated:])
-        for i, p, str_unchanged in rest:
-            v = values[i]
-            if not (str_unchanged and type(v) is str):
-                values[i] = p(v)
-        out.append(values if plain else make(values))
-    return out
+    return processed(raw, c.result, make, first_only, plain, repeated)
 
 
 def _driver_error(
